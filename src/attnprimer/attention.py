@@ -1,0 +1,106 @@
+"""From scores to context: the part every attention mechanism shares.
+
+Whatever scores the queries against the keys (a dot product, a learned
+bilinear form, a small network), attention then does the same two things:
+
+1. turn each query's row of scores into weights that are positive and sum to
+   one (a softmax over the keys, skipping masked keys), and
+2. return the weighted average of the values under those weights.
+
+Shape legend: L query length, S key length, Dv value dim; ``...`` is any
+number of leading batch dimensions (B, or B and H).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["attend", "masked_softmax"]
+
+
+# --8<-- [start:attend]
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last dimension (the keys), ignoring masked keys.
+
+    Masked keys get a weight of exactly zero. A row whose keys are all masked
+    (a query with nothing it may attend to) gets all-zero weights instead of
+    the NaNs a plain ``-inf`` fill would give, and its gradients stay finite.
+
+    Args:
+        scores: (..., L, S) attention scores.
+        mask: bool, broadcastable to (..., L, S); True = may attend.
+
+    Returns:
+        Weights (..., L, S); each row sums to 1, or to 0 if fully masked.
+
+    Examples:
+        >>> scores = torch.tensor([[1.0, 1.0, 5.0], [0.0, 0.0, 0.0]])
+        >>> mask = torch.tensor([[True, True, False], [False, False, False]])
+        >>> masked_softmax(scores, mask)
+        tensor([[0.5000, 0.5000, 0.0000],
+                [0.0000, 0.0000, 0.0000]])
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    _check_mask(mask, scores.shape)
+    has_any_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    # A fully masked row would be softmax([-inf, ..., -inf]) = NaN: give it
+    # harmless finite scores here and zero its weights below.
+    scores = scores.masked_fill(~has_any_key, 0.0)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
+    return weights.masked_fill(~mask, 0.0)
+
+
+def attend(
+    scores: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights from scores, then the weighted average of the values.
+
+    Args:
+        scores: (..., L, S) how well each query matches each key.
+        value: (..., S, Dv) one value per key.
+        mask: bool, broadcastable to (..., L, S); True = may attend.
+
+    Returns:
+        ``(context, weights)``: context (..., L, Dv), one weighted average of
+        the values per query, and weights (..., L, S).
+
+    Examples:
+        >>> scores = torch.tensor([[0.0, 0.0]])            # one query, two keys
+        >>> value = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # two values, Dv = 2
+        >>> context, weights = attend(scores, value)
+        >>> weights, context
+        (tensor([[0.5000, 0.5000]]), tensor([[0.5000, 0.5000]]))
+    """
+    if scores.shape[-1] != value.shape[-2]:
+        raise ValueError(
+            f"scores (..., L, S) and value (..., S, Dv) disagree on S: "
+            f"scores {tuple(scores.shape)}, value {tuple(value.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(scores.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch dimensions of scores {tuple(scores.shape)} and value "
+            f"{tuple(value.shape)} do not broadcast"
+        ) from None
+    weights = masked_softmax(scores, mask)  # (..., L, S)
+    context = weights @ value  # (..., L, S) x (..., S, Dv) -> (..., L, Dv)
+    return context, weights
+# --8<-- [end:attend]
+
+
+def _check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
+    """Raise unless ``mask`` is boolean and broadcasts to ``scores_shape``."""
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != scores_shape:
+        raise ValueError(
+            f"mask {tuple(mask.shape)} does not broadcast to the scores (..., L, S) "
+            f"{tuple(scores_shape)}"
+        )
