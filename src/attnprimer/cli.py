@@ -1,0 +1,318 @@
+"""The ``attnprimer`` command: train, test, evaluate and plot the toy tasks.
+
+Every setting flag comes from a dataclass field (:class:`TrainConfig` and the
+task's own fields), so the flags, the checkpoints and the cache keys cannot
+disagree. The same flags pick a trained model out of the cache for ``test``
+and ``eval``.
+
+Exit codes: 0 success, 1 no usable model (missing or unreadable checkpoint),
+2 bad usage (unknown task or flag, bad value, bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import MISSING, asdict, fields
+from pathlib import Path
+
+from attnprimer.tasks import TASKS, Task
+from attnprimer.train import (
+    HELD_OUT_SEED,
+    CheckpointError,
+    TrainConfig,
+    TrainedModel,
+    cached_path,
+    evaluate,
+    get_trained,
+    held_out_generator,
+    load_checkpoint,
+    predict,
+    save_checkpoint,
+    train,
+)
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """Bad flags or input: reported on one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (and exit code 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"attnprimer: error: {error}", file=sys.stderr)
+        return 2
+    except CheckpointError as error:
+        print(f"attnprimer: error: {error}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser: ``attnprimer {train,test,eval,figures} TASK [flags]``."""
+    parser = _Parser(prog="attnprimer", description="An executable primer on attention: toy tasks.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    train_parser = commands.add_parser("train", help="train a task's model (and cache it)")
+    tasks = train_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
+    for name, task_class in TASKS.items():
+        sub = tasks.add_parser(name, help=task_class.description)
+        _add_setting_flags(sub, task_class)
+        sub.add_argument("--checkpoint", type=Path, help="also save the trained model to this file")
+        sub.set_defaults(handler=_train)
+    every = tasks.add_parser("all", help="train (or load from the cache) every model the site uses")
+    every.set_defaults(handler=_train_site_models)
+
+    test_parser = commands.add_parser("test", help="show a trained model's prediction and attention")
+    tasks = test_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
+    for name, task_class in TASKS.items():
+        sub = tasks.add_parser(name, help=task_class.description)
+        _add_setting_flags(sub, task_class)
+        _add_checkpoint_flag(sub)
+        sub.add_argument(
+            "--input",
+            help='letters and spaces (blanks), e.g. "AAC CB"; padded with blanks to --max-len. '
+            "Default: a random held-out sequence",
+        )
+        sub.add_argument("--data-seed", type=_non_negative_int, default=0,
+                         help="seed of the random input when --input is not given (default: 0)")
+        sub.add_argument("--plot", type=Path, metavar="FILE",
+                         help="save the attention heatmap to FILE (.png, .svg or .pdf)")
+        sub.set_defaults(handler=_test)
+
+    eval_parser = commands.add_parser("eval", help="held-out accuracy of a trained model")
+    tasks = eval_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
+    for name, task_class in TASKS.items():
+        sub = tasks.add_parser(name, help=task_class.description)
+        _add_setting_flags(sub, task_class)
+        _add_checkpoint_flag(sub)
+        sub.add_argument("--samples", type=_positive_int, default=10_000,
+                         help="held-out sequences to score (default: 10000)")
+        sub.add_argument("--data-seed", type=_non_negative_int, default=HELD_OUT_SEED,
+                         help=f"seed of the held-out sequences (default: {HELD_OUT_SEED})")
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+        sub.set_defaults(handler=_eval)
+
+    figures_parser = commands.add_parser("figures", help="render every figure and table of the site")
+    figures_parser.add_argument("names", nargs="*", help="only these registry entries")
+    figures_parser.add_argument("--out", type=Path, default=Path("build/figures"),
+                                help="output folder (default: build/figures)")
+    figures_parser.set_defaults(handler=_figures)
+    return parser
+
+
+# --- flags from dataclass fields -------------------------------------------------------------
+
+
+def _setting_fields(task_class: type[Task]):
+    return [*fields(TrainConfig), *fields(task_class)]
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser, task_class: type[Task]) -> None:
+    group = parser.add_argument_group("settings (they also select the model for test and eval)")
+    for field in _setting_fields(task_class):
+        default = task_class.train_defaults.get(field.name, field.default)
+        kind = {int: _non_negative_int if field.name == "seed" else _positive_int,
+                float: _positive_float, str: str}[type(field.default)]
+        choices = field.metadata.get("choices")
+        group.add_argument(
+            "--" + field.name.replace("_", "-"),
+            type=kind,
+            default=None,
+            choices=choices,
+            metavar="{" + ",".join(choices) + "}" if choices else field.name.upper(),
+            help=f"{field.metadata.get('help', '')} (default: {default})".strip(),
+        )
+
+
+def _add_checkpoint_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint", type=Path,
+        help="load the model from this file instead of the cache (settings flags are then ignored)",
+    )
+
+
+def _settings(args: argparse.Namespace) -> tuple[Task, TrainConfig]:
+    """Build the task and the training config from the flags, checking the values."""
+    task_class = TASKS[args.task]
+    given = {field.name: getattr(args, field.name) for field in _setting_fields(task_class)
+             if getattr(args, field.name) is not None}
+    train_names = {field.name for field in fields(TrainConfig)}
+    train_settings = {**task_class.train_defaults,
+                      **{name: value for name, value in given.items() if name in train_names}}
+    task_settings = {name: value for name, value in given.items() if name not in train_names}
+    try:
+        return task_class(**task_settings), TrainConfig(**train_settings)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _train_command(task: Task, config: TrainConfig) -> str:
+    """The shortest ``attnprimer train`` command line that trains this model."""
+    defaults = {**{f.name: f.default for f in fields(TrainConfig)}, **type(task).train_defaults}
+    settings = {**asdict(config), **asdict(task)}
+    task_defaults = {f.name: f.default for f in fields(type(task)) if f.default is not MISSING}
+    words = ["attnprimer", "train", task.name]
+    for name, value in settings.items():
+        if value != {**defaults, **task_defaults}.get(name):
+            words += ["--" + name.replace("_", "-"), str(value)]
+    return " ".join(words)
+
+
+def _load(args: argparse.Namespace) -> TrainedModel:
+    if args.checkpoint is not None:
+        trained = load_checkpoint(args.checkpoint)
+        if trained.task.name != args.task:
+            raise UsageError(f"{args.checkpoint} holds a {trained.task.name} model, not {args.task}")
+        return trained
+    task, config = _settings(args)
+    path = cached_path(task, config)
+    if not path.is_file():
+        raise CheckpointError(
+            f"no trained {task.name} model with these settings yet; train it with: "
+            f"{_train_command(task, config)}"
+        )
+    return load_checkpoint(path)
+
+
+# --- the commands -----------------------------------------------------------------------------
+
+
+def _train(args: argparse.Namespace) -> int:
+    task, config = _settings(args)
+    trained = train(task, config, progress=True)
+    path = save_checkpoint(trained, cached_path(task, config))
+    if args.checkpoint is not None:
+        save_checkpoint(trained, args.checkpoint)
+        path = args.checkpoint
+    result = evaluate(trained)
+    print(f"trained {task.name} in {trained.train_seconds:.1f} s ({config.steps} steps)")
+    print(_accuracy_line(trained, result))
+    print(f"saved to {path}")
+    return 0
+
+
+def _train_site_models(args: argparse.Namespace) -> int:
+    from attnprimer.figures import SITE_MODELS
+
+    for label, (task, config) in SITE_MODELS.items():
+        trained = get_trained(task, config, progress=True)
+        print(f"{label}: {_accuracy_line(trained, evaluate(trained))}")
+    return 0
+
+
+def _accuracy_line(trained: TrainedModel, result) -> str:
+    per_step = ", ".join(f"{label} {accuracy:.2%}"
+                         for label, accuracy in zip(trained.task.output_labels(), result.per_step))
+    return (f"held-out exact match {result.exact_match:.2%} on {result.samples:,} sequences "
+            f"(per step: {per_step})")
+
+
+def _test(args: argparse.Namespace) -> int:
+    from attnprimer.report import attention_report
+
+    trained = _load(args)
+    task = trained.task
+    if args.input is not None:
+        try:
+            tokens = task.encode(args.input.upper())
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    else:
+        tokens = task.sample(1, held_out_generator(args.data_seed)).inputs[0]
+    output, prediction = predict(trained.model, tokens[None])  # batch of one
+    attention = {name: weights[0] for name, weights in output.attention.items()}
+    target = task.targets_for(tokens[None])[0]
+    print(attention_report(task, tokens, prediction[0], attention, target))
+    if args.plot is not None:
+        _save_heatmap(trained, tokens, prediction[0], attention, args.plot)
+        print(f"\nheatmap saved to {args.plot}")
+    return 0
+
+
+def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnprimer.figures import plot_task_attention, save_figure
+
+    figure = plot_task_attention(trained.task, tokens, prediction, attention["encoder-decoder"])
+    try:
+        save_figure(figure, path)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot save the plot to {path}: {error}") from None
+
+
+def _eval(args: argparse.Namespace) -> int:
+    trained = _load(args)
+    result = evaluate(trained, samples=args.samples, seed=args.data_seed)
+    if args.json:
+        print(json.dumps({
+            "task": trained.task.name,
+            "exact_match": result.exact_match,
+            "per_step": result.per_step,
+            "samples": result.samples,
+            "data_seed": result.seed,
+            "settings": {**asdict(trained.task), **asdict(trained.config)},
+        }))
+    else:
+        print(_accuracy_line(trained, result))
+    return 0
+
+
+def _figures(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnprimer.figures import FIGURES, render_all
+
+    unknown = sorted(set(args.names) - set(FIGURES))
+    if unknown:
+        raise UsageError(f"unknown figure {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    for path in render_all(args.out, names=args.names or None, force=True):
+        print(path)
+    return 0
+
+
+# --- argument types --------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    value = _parse(int, text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _parse(int, text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _parse(float, text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _parse(kind, text: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a valid {kind.__name__}: {text!r}") from None

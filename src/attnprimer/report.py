@@ -1,0 +1,88 @@
+"""Plain-text reports of what a trained model did on one input.
+
+The CLI's ``attnprimer test`` prints these, and the site shows the same text,
+so a reader can compare their terminal with the page.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnprimer.tasks import BLANK, Task
+
+__all__ = ["attended_mainly", "attention_report"]
+
+
+def attended_mainly(weights: torch.Tensor) -> list[int]:
+    """The steps a row of attention weights (S,) mainly looks at.
+
+    "Mainly" means a weight at least half the row's largest one: ties and
+    near-ties all count, the background does not.
+
+    Examples:
+        >>> attended_mainly(torch.tensor([0.23, 0.23, 0.06, 0.10, 0.38]))
+        [0, 1, 4]
+    """
+    return torch.nonzero(weights >= weights.max() / 2).flatten().tolist()
+
+
+def attention_report(
+    task: Task,
+    tokens: torch.Tensor,
+    prediction: torch.Tensor,
+    attention: dict[str, torch.Tensor],
+    target: torch.Tensor | None = None,
+) -> str:
+    """Describe one example: the input, the prediction and, per output step, its attention.
+
+    Args:
+        task: the task the model solves.
+        tokens: (S,) the input token ids.
+        prediction: (T,) the predicted class of each output step.
+        attention: weights by name, each (T, S') for one example.
+        target: (T,) the correct classes, if known.
+
+    Returns:
+        A multi-line report; weights to 3 decimals.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> task = CountingTask(max_len=4, vocab_size=2)
+        >>> weights = torch.tensor([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+        >>> print(attention_report(task, task.encode("AABB"), torch.tensor([2, 2]),
+        ...                        {"encoder-decoder": weights}))
+        Input:       A A B B
+                     0 1 2 3   (step)
+        Prediction:  A=2  B=2
+        <BLANKLINE>
+        Encoder-decoder attention:
+        Output step 0 (A) attended mainly to input steps [0, 1]
+          [0.4, 0.4, 0.1, 0.1]
+        Output step 1 (B) attended mainly to input steps [2, 3]
+          [0.1, 0.1, 0.4, 0.4]
+    """
+    labels = task.output_labels()
+    shown = ["_" if char == BLANK else char for char in task.decode(tokens)]
+    width = max(len(str(len(shown) - 1)), 1)
+    lines = [
+        "Input:       " + " ".join(char.rjust(width) for char in shown),
+        "             " + " ".join(str(step).rjust(width) for step in range(len(shown)))
+        + "   (step)",
+        "Prediction:  " + _assignments(labels, prediction),
+    ]
+    if target is not None:
+        verdict = "all correct" if torch.equal(prediction, target) else "WRONG"
+        lines.append("Target:      " + _assignments(labels, target) + f"   ({verdict})")
+    for name, weights in attention.items():
+        lines += ["", f"{name.capitalize()} attention:"]
+        for step, row in enumerate(weights):
+            lines.append(
+                f"Output step {step} ({labels[step]}) attended mainly to input steps "
+                f"{attended_mainly(row)}"
+            )
+            lines.append("  " + str([round(float(weight), 3) for weight in row]))
+    return "\n".join(lines)
+
+
+def _assignments(labels: list[str], values: torch.Tensor) -> str:
+    return "  ".join(f"{label}={int(value)}" for label, value in zip(labels, values, strict=True))

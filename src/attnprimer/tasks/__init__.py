@@ -1,0 +1,32 @@
+"""The toy tasks, by name.
+
+``TASKS`` maps a task's name to its class; :func:`get_task` builds one with
+its settings checked.
+"""
+
+from __future__ import annotations
+
+from attnprimer.tasks.base import BLANK, Batch, Task
+from attnprimer.tasks.counting import CountingTask
+
+__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "Task", "get_task"]
+
+TASKS: dict[str, type[Task]] = {
+    CountingTask.name: CountingTask,
+}
+
+
+def get_task(name: str, **settings: int) -> Task:
+    """Build the task called ``name`` with the given settings.
+
+    Examples:
+        >>> get_task("counting", max_len=8)
+        CountingTask(max_len=8, vocab_size=3, hidden=64)
+        >>> get_task("sorting")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown task 'sorting'; known tasks: counting
+    """
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    return TASKS[name](**settings)
