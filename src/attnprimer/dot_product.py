@@ -129,8 +129,8 @@ def scaled_dot_product_attention(
         >>> context, weights = scaled_dot_product_attention(query, key, value)
         >>> weights                       # scores [0, 2] / sqrt(2), then softmax
         tensor([[0.1956, 0.8044]])
-        >>> context                       # 0.1956 * 10 + 0.8044 * 20
-        tensor([[18.0440]])
+        >>> context                       # 0.19557 * 10 + 0.80443 * 20
+        tensor([[18.0443]])
     """
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(

@@ -111,7 +111,7 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     ``None`` entries (no mask) are skipped; shapes must broadcast together.
 
     Examples:
-        >>> combine_masks(causal_mask(3), padding_mask([2])[:, None, :]).int()
+        >>> combine_masks(causal_mask(3), padding_mask([2], max_length=3)[:, None, :]).int()
         tensor([[[1, 0, 0],
                  [1, 1, 0],
                  [1, 1, 0]]], dtype=torch.int32)

@@ -1,0 +1,28 @@
+"""Shared fixtures for the tests of the attention mechanisms."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+# The acceptance tolerances: float64 to 1e-10, float32 to 1e-5 (both atol and rtol).
+ATTENTION_TOLERANCES = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+
+@pytest.fixture(params=[torch.float64, torch.float32], ids=["float64", "float32"])
+def float_dtype(request: pytest.FixtureRequest) -> torch.dtype:
+    """Each floating dtype the attention mechanisms are checked in."""
+    return request.param
+
+
+@pytest.fixture
+def float_tol(float_dtype: torch.dtype) -> dict[str, float]:
+    """``atol``/``rtol`` keyword arguments for ``torch.testing.assert_close`` at ``float_dtype``."""
+    tolerance = ATTENTION_TOLERANCES[float_dtype]
+    return {"atol": tolerance, "rtol": tolerance}
+
+
+@pytest.fixture
+def generator() -> torch.Generator:
+    """A freshly seeded CPU generator, so each test draws the same tensors every run."""
+    return torch.Generator().manual_seed(20240521)
