@@ -317,11 +317,13 @@ def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
         config = TrainConfig(**payload["train_config"])
         model = task.build_model()
         model.load_state_dict(payload["state_dict"])
+        history, train_seconds = payload["history"], payload["train_seconds"]
     except (KeyError, TypeError, ValueError, RuntimeError) as error:
         reason = str(error).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} does not match its task: {reason}") from None
+        raise CheckpointError(f"checkpoint {path} is incomplete or does not match its task: "
+                              f"{type(error).__name__}: {reason}") from None
     model.eval()
-    return TrainedModel(task, config, model, payload["history"], payload["train_seconds"])
+    return TrainedModel(task, config, model, history, train_seconds)
 
 
 # --- the cache of trained models -----------------------------------------------------------

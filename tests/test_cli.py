@@ -1,0 +1,414 @@
+"""The ``attnprimer`` command, in-process (``cli.main``) and as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnprimer.cli import main
+from attnprimer.tasks import CountingTask
+from attnprimer.train import TrainConfig, cached_path, load_checkpoint, save_checkpoint, train
+
+TINY = ["--steps", "20", "--hidden", "8"]
+TINY_TASK, TINY_CONFIG = CountingTask(hidden=8), TrainConfig(steps=20, lr=3e-2)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch) -> Path:
+    """Every test gets an empty cache of its own."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def run(capsys):
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = main(list(argv))
+        except SystemExit as exit:  # argparse exits by itself on bad usage and --help
+            code = exit.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory) -> bytes:
+    """The tiny model's checkpoint, trained once for the module (what `train counting` saves)."""
+    path = tmp_path_factory.mktemp("tiny") / "tiny.pt"
+    save_checkpoint(train(TINY_TASK, TINY_CONFIG), path)
+    return path.read_bytes()
+
+
+@pytest.fixture
+def trained(tiny_checkpoint, cache) -> None:
+    """The tiny model in the test's cache, where `attnprimer train counting` + TINY puts it."""
+    path = cached_path(TINY_TASK, TINY_CONFIG)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(tiny_checkpoint)
+
+
+def assert_one_line_error(err: str) -> None:
+    assert err.endswith("\n")
+    assert err.count("\n") == 1, err
+    assert "error" in err
+    assert "Traceback" not in err
+
+
+def train_command_in(message: str) -> list[str]:
+    """The ``attnprimer train ...`` command an error message recommends, as argv words."""
+    found = re.search(r"(attnprimer train \S+(?: --\S+ \S+)*)\s*$", message)
+    assert found, message
+    return shlex.split(found.group(1))
+
+
+# --- train -------------------------------------------------------------------------------------
+
+
+def test_train_caches_and_writes_the_checkpoint(run, tmp_path, cache):
+    checkpoint = tmp_path / "out" / "tiny.pt"
+    code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 0, err
+    assert checkpoint.is_file() and checkpoint.stat().st_size > 0
+    assert str(checkpoint) in out
+    assert "held-out exact match" in out
+    loaded = load_checkpoint(checkpoint)
+    assert loaded.task == TINY_TASK
+    assert loaded.config == TINY_CONFIG  # flags plus the task's own training defaults
+    # The cache holds the same model, so that test and eval find it.
+    cached = load_checkpoint(cached_path(TINY_TASK, TINY_CONFIG))
+    for name, value in cached.model.state_dict().items():
+        assert torch.equal(value, loaded.model.state_dict()[name])
+    assert cached_path(TINY_TASK, TINY_CONFIG).parent.parent == cache
+
+
+def test_train_is_the_same_model_as_the_library_trains(run, tmp_path, tiny_checkpoint):
+    # This is what makes the `trained` fixture a stand-in for `attnprimer train counting`.
+    checkpoint = tmp_path / "tiny.pt"
+    assert run("train", "counting", *TINY, "--checkpoint", str(checkpoint))[0] == 0
+    (tmp_path / "expected.pt").write_bytes(tiny_checkpoint)
+    expected = load_checkpoint(tmp_path / "expected.pt")
+    got = load_checkpoint(checkpoint)
+    assert (got.task, got.config) == (expected.task, expected.config)
+    for name, value in got.model.state_dict().items():
+        assert torch.equal(value, expected.model.state_dict()[name]), name
+
+
+def test_train_reports_accuracy_and_the_cache_path(run):
+    code, out, _ = run("train", "counting", *TINY)
+    assert code == 0
+    assert str(cached_path(TINY_TASK, TINY_CONFIG)) in out
+    percentages = [float(value) for value in re.findall(r"([\d.]+)%", out)]
+    assert len(percentages) == 4  # exact match and one per letter
+    assert all(0 <= value <= 100 for value in percentages)
+
+
+# --- test --------------------------------------------------------------------------------------
+
+
+def test_test_prints_input_prediction_and_attention(run, trained):
+    code, out, err = run("test", "counting", *TINY)
+    assert code == 0, err
+    assert err == ""
+    assert re.search(r"^Input: +([A-C_] ){9}[A-C_]$", out, re.MULTILINE)
+    assert re.search(r"^Prediction: +A=\d+ +B=\d+ +C=\d+$", out, re.MULTILINE)
+    assert re.search(r"^Target: +A=\d+ +B=\d+ +C=\d+ +\((all correct|WRONG)\)$", out, re.MULTILINE)
+    for step, letter in enumerate("ABC"):
+        assert f"Output step {step} ({letter}) attended mainly to input steps [" in out
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("  [")]
+    assert len(rows) == 3
+    for row in rows:
+        assert len(row) == 10
+        assert sum(row) == pytest.approx(1.0, abs=10 * 5e-4)
+
+
+def test_test_with_an_input(run, trained):
+    code, out, err = run("test", "counting", *TINY, "--input", "AAC CB")
+    assert code == 0, err
+    assert re.search(r"^Input: +A A C _ C B _ _ _ _$", out, re.MULTILINE)
+    # The target is the true count of the given input, whatever the model predicts.
+    assert re.search(r"^Target: +A=2 +B=1 +C=2 ", out, re.MULTILINE)
+
+
+def test_test_accepts_lower_case_input(run, trained):
+    upper = run("test", "counting", *TINY, "--input", "AAC CB")
+    lower = run("test", "counting", *TINY, "--input", "aac cb")
+    assert lower[0] == 0
+    assert lower[1] == upper[1]
+
+
+def test_test_default_input_depends_on_the_data_seed(run, trained):
+    first = run("test", "counting", *TINY)[1]
+    again = run("test", "counting", *TINY, "--data-seed", "0")[1]
+    other = run("test", "counting", *TINY, "--data-seed", "5")[1]
+    assert first == again
+    assert first.splitlines()[0] != other.splitlines()[0]
+
+
+def test_test_with_a_checkpoint_ignores_the_cache(run, tmp_path, cache):
+    checkpoint = tmp_path / "tiny.pt"
+    assert run("train", "counting", *TINY, "--checkpoint", str(checkpoint))[0] == 0
+    shutil.rmtree(cache)
+    code, out, err = run("test", "counting", "--checkpoint", str(checkpoint), "--input", "ABC")
+    assert code == 0, err
+    assert "Prediction:" in out
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_test_plot_writes_the_heatmap(run, trained, tmp_path, suffix):
+    plot = tmp_path / "plots" / f"heatmap{suffix}"
+    code, out, err = run("test", "counting", *TINY, "--input", "AAC CB", "--plot", str(plot))
+    assert code == 0, err
+    assert plot.is_file() and plot.stat().st_size > 0
+    assert str(plot) in out
+    head = plot.read_bytes()[:200]
+    if suffix == ".png":
+        assert head.startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        assert b"<svg" in plot.read_bytes()
+
+
+def test_test_plot_to_an_unsupported_format_is_a_usage_error(run, trained, tmp_path):
+    code, _, err = run("test", "counting", *TINY, "--plot", str(tmp_path / "heatmap.xyz"))
+    assert code == 2
+    assert_one_line_error(err)
+    assert not (tmp_path / "heatmap.xyz").exists()
+
+
+# --- eval --------------------------------------------------------------------------------------
+
+
+def test_eval_json(run, trained):
+    code, out, err = run("eval", "counting", *TINY, "--json", "--samples", "200")
+    assert code == 0, err
+    assert out.count("\n") == 1  # one object on one line
+    result = json.loads(out)
+    assert result["samples"] == 200
+    assert 0.0 <= result["exact_match"] <= 1.0
+    assert isinstance(result["per_step"], list) and len(result["per_step"]) == 3
+    assert all(0.0 <= value <= 1.0 for value in result["per_step"])
+    assert result["exact_match"] <= min(result["per_step"])
+    # Fractions of 200 sequences.
+    for value in [result["exact_match"], *result["per_step"]]:
+        assert value * 200 == pytest.approx(round(value * 200))
+    assert result["task"] == "counting"
+    assert result["settings"]["hidden"] == 8 and result["settings"]["steps"] == 20
+
+
+def test_eval_data_seed_changes_the_data(run, trained):
+    results = [json.loads(run("eval", "counting", *TINY, "--json", "--samples", "300",
+                              "--data-seed", str(seed))[1]) for seed in (1, 1, 2)]
+    assert results[0] == results[1]
+    assert results[0]["data_seed"] == 1 and results[2]["data_seed"] == 2
+
+
+def test_eval_plain_text(run, trained):
+    code, out, _ = run("eval", "counting", *TINY, "--samples", "200")
+    assert code == 0
+    assert "held-out exact match" in out and "200 sequences" in out
+
+
+# --- bad usage: exit code 2 and one line ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "sorting"],
+        ["test", "sorting"],
+        ["eval", "sorting", "--json"],
+        ["frobnicate"],
+        [],
+        ["train"],
+        ["train", "counting", "--bogus", "1"],
+        ["test", "counting", "--verbose"],
+        ["train", "counting", "--steps", "0"],
+        ["train", "counting", "--steps", "-3"],
+        ["train", "counting", "--steps", "ten"],
+        ["train", "counting", "--hidden", "0"],
+        ["test", "counting", "--hidden", "-1"],
+        ["train", "counting", "--batch-size", "0"],
+        ["train", "counting", "--lr", "0"],
+        ["train", "counting", "--lr", "nan"],
+        ["train", "counting", "--seed", "-1"],
+        ["train", "counting", "--schedule", "linear"],
+        ["eval", "counting", "--samples", "0"],
+        ["eval", "counting", "--samples", "-5"],
+        ["eval", "counting", "--samples", "many"],
+        ["train", "counting", "--vocab-size", "27"],
+        ["figures", "no_such_figure"],
+    ],
+)
+def test_bad_usage_exits_2_with_one_line(run, argv, cache):
+    code, out, err = run(*argv)
+    assert code == 2
+    assert_one_line_error(err)
+    assert not cache.exists()  # nothing was trained
+
+
+@pytest.mark.parametrize("text", ["AXC", "A1", "ABCD", "A-B", "AAAAAAAAAAA"])
+def test_bad_input_exits_2_with_one_line(run, trained, text):
+    code, out, err = run("test", "counting", *TINY, "--input", text)
+    assert code == 2
+    assert_one_line_error(err)
+    assert "Prediction" not in out
+
+
+def test_help_exits_0(run):
+    code, out, err = run("--help")
+    assert code == 0
+    for command in ("train", "test", "eval", "figures"):
+        assert command in out
+    code, out, _ = run("train", "counting", "--help")
+    assert code == 0
+    for flag in ("--steps", "--batch-size", "--lr", "--seed", "--max-len", "--vocab-size",
+                 "--hidden", "--checkpoint"):
+        assert flag in out
+
+
+# --- no usable model: exit code 1 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["test", "eval"])
+def test_missing_model_names_the_command_that_trains_it(run, command):
+    code, out, err = run(command, "counting", *TINY)
+    assert code == 1
+    assert_one_line_error(err)
+    words = train_command_in(err)
+    assert words[:3] == ["attnprimer", "train", "counting"]
+    assert "--steps" in words and words[words.index("--steps") + 1] == "20"
+    assert "--hidden" in words and words[words.index("--hidden") + 1] == "8"
+    # Running that command makes the same request succeed.
+    assert run(*words[1:])[0] == 0
+    code, out, err = run(command, "counting", *TINY)
+    assert code == 0, err
+    assert out
+
+
+def test_missing_model_command_carries_every_non_default_setting(run):
+    argv = ["--steps", "15", "--hidden", "6", "--seed", "3", "--lr", "0.05", "--batch-size", "20",
+            "--max-len", "7", "--vocab-size", "2", "--schedule", "constant"]
+    code, _, err = run("eval", "counting", *argv, "--json", "--samples", "50")
+    assert code == 1
+    words = train_command_in(err)
+    assert run(*words[1:])[0] == 0
+    code, out, err = run("eval", "counting", *argv, "--json", "--samples", "50")
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert settings == {"steps": 15, "hidden": 6, "seed": 3, "lr": 0.05, "batch_size": 20,
+                        "max_len": 7, "vocab_size": 2, "schedule": "constant"}
+
+
+def test_missing_model_with_default_settings_suggests_the_plain_command(run):
+    code, _, err = run("test", "counting")
+    assert code == 1
+    assert train_command_in(err) == ["attnprimer", "train", "counting"]
+
+
+def test_a_model_with_other_settings_is_not_used(run, trained):
+    code, _, err = run("test", "counting", "--steps", "21", "--hidden", "8")
+    assert code == 1
+    assert_one_line_error(err)
+
+
+def _random_bytes(path: Path) -> None:
+    path.write_bytes(os.urandom(3000))
+
+
+def _truncated(path: Path) -> None:
+    save_checkpoint(train(TINY_TASK, TrainConfig(steps=2)), path)
+    path.write_bytes(path.read_bytes()[:1500])
+
+
+def _tensor(path: Path) -> None:
+    torch.save(torch.ones(3), path)
+
+
+@pytest.mark.parametrize("command", ["test", "eval"])
+@pytest.mark.parametrize("damage", [_random_bytes, _truncated, _tensor])
+def test_corrupted_checkpoint_exits_1_with_one_line(run, tmp_path, command, damage):
+    checkpoint = tmp_path / "broken.pt"
+    damage(checkpoint)
+    code, out, err = run(command, "counting", "--checkpoint", str(checkpoint))
+    assert code == 1
+    assert_one_line_error(err)
+    assert str(checkpoint) in err
+    assert out == ""
+
+
+def test_missing_checkpoint_file_exits_1(run, tmp_path):
+    code, _, err = run("test", "counting", "--checkpoint", str(tmp_path / "absent.pt"))
+    assert code == 1
+    assert_one_line_error(err)
+
+
+def test_corrupted_cache_entry_exits_1(run, trained):
+    path = cached_path(TINY_TASK, TINY_CONFIG)
+    path.write_bytes(path.read_bytes()[:100])
+    code, _, err = run("eval", "counting", *TINY)
+    assert code == 1
+    assert_one_line_error(err)
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+
+def test_figures_renders_the_named_recipes(run, tmp_path):
+    out_dir = tmp_path / "figures"
+    code, out, err = run("figures", "qkv_score_table", "--out", str(out_dir))
+    assert code == 0, err
+    written = out_dir / "qkv_score_table.md"
+    assert written.is_file()
+    assert out.strip() == str(written)
+    assert written.read_text().startswith("| score |")
+
+
+# --- as a real process -------------------------------------------------------------------------
+
+
+def _environment(cache: Path) -> dict[str, str]:
+    return {**os.environ, "ATTNPRIMER_CACHE_DIR": str(cache)}
+
+
+def test_python_dash_m_attnprimer(cache):
+    result = subprocess.run([sys.executable, "-m", "attnprimer", "--help"], capture_output=True,
+                            text=True, env=_environment(cache), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "usage: attnprimer" in result.stdout
+    assert "train" in result.stdout and "eval" in result.stdout
+
+
+def test_python_dash_m_attnprimer_exit_codes(cache):
+    result = subprocess.run([sys.executable, "-m", "attnprimer", "eval", "counting", *TINY],
+                            capture_output=True, text=True, env=_environment(cache), timeout=120)
+    assert result.returncode == 1
+    assert_one_line_error(result.stderr)
+    assert "attnprimer train counting" in result.stderr
+
+
+def _console_script() -> str | None:
+    # The venv's bin folder is not necessarily on PATH; look next to the interpreter too.
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return shutil.which("attnprimer", path=search)
+
+
+@pytest.mark.skipif(_console_script() is None,
+                    reason="the attnprimer console script is not installed")
+def test_console_script(cache):
+    result = subprocess.run([_console_script(), "train", "counting", "--steps", "0"],
+                            capture_output=True, text=True, env=_environment(cache), timeout=120)
+    assert result.returncode == 2
+    assert_one_line_error(result.stderr)

@@ -1,0 +1,380 @@
+"""The pure plot functions, reproducible saving, and the registry of the site's figures.
+
+No test here needs a trained model: recipes that do are exercised by test_claims.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+import attnprimer.figures as figures
+from attnprimer.figures import (
+    FIGURES,
+    Recipe,
+    own_letter_mass,
+    plot_attention,
+    plot_cosine_vs_dot,
+    plot_own_letter_mass,
+    plot_score_functions,
+    plot_score_scaling,
+    plot_task_attention,
+    plot_training,
+    render,
+    render_all,
+    save_figure,
+)
+from attnprimer.tasks import CountingTask
+from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
+
+
+
+def softmax_rows(rows: int, cols: int, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
+    scores = torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)) * scale
+    return scores.softmax(dim=-1)
+
+
+def colorbar_axes(figure: Figure) -> list[Axes]:
+    found = []
+    for axes in figure.axes:
+        for mappable in [*axes.images, *axes.collections]:
+            colorbar = getattr(mappable, "colorbar", None)
+            if colorbar is not None and colorbar.ax not in found:
+                found.append(colorbar.ax)
+    return found
+
+
+def main_axes(figure: Figure) -> list[Axes]:
+    bars = colorbar_axes(figure)
+    return [axes for axes in figure.axes if axes not in bars]
+
+
+def assert_labelled(figure: Figure) -> None:
+    """Every plotting area names both of its axes; every colorbar says what it measures.
+
+    Panels that share their y axis with a labelled neighbour (``sharey=True``) count as
+    labelled: the label is printed once, on the left.
+    """
+    assert isinstance(figure, Figure)
+    panels = main_axes(figure)
+    assert panels
+    for axes in panels:
+        assert axes.get_xlabel().strip(), f"no x label on {axes.get_title()!r}"
+        siblings = axes.get_shared_y_axes().get_siblings(axes)
+        assert any(other.get_ylabel().strip() for other in siblings), (
+            f"no y label on {axes.get_title()!r}"
+        )
+    for bar in colorbar_axes(figure):
+        assert (bar.get_ylabel() or bar.get_xlabel()).strip(), "colorbar without a label"
+
+
+def images(figure: Figure):
+    return [image for axes in main_axes(figure) for image in axes.images]
+
+
+# --- plot_attention ----------------------------------------------------------------------------
+
+
+def test_plot_attention_is_a_labelled_figure():
+    figure = plot_attention(softmax_rows(2, 3), ["q0", "q1"], ["a", "b", "c"], title="t")
+    assert_labelled(figure)
+    (axes,) = main_axes(figure)
+    assert [label.get_text() for label in axes.get_xticklabels()] == ["a", "b", "c"]
+    assert [label.get_text() for label in axes.get_yticklabels()] == ["q0", "q1"]
+    assert axes.get_title() == "t"
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 50.0])
+def test_plot_attention_uses_a_fixed_unit_colour_scale(scale):
+    # Nearly uniform (max ~ 0.2) or nearly one-hot weights: the scale never adapts.
+    weights = softmax_rows(3, 5, scale=scale)
+    figure = plot_attention(weights, ["a", "b", "c"], list("vwxyz"))
+    (image,) = images(figure)
+    assert image.get_clim() == (0.0, 1.0)
+    assert image.get_array().shape == (3, 5)
+    torch.testing.assert_close(torch.as_tensor(image.get_array().data), weights)
+
+
+def test_plot_attention_has_a_colorbar():
+    figure = plot_attention(softmax_rows(2, 4), ["a", "b"], list("wxyz"))
+    (image,) = images(figure)
+    assert image.colorbar is not None
+    assert len(figure.axes) == 2  # the heatmap and its colorbar
+    assert image.colorbar.ax.get_ylabel() == "attention weight"
+
+
+def test_plot_attention_annotates_each_cell_unless_told_not_to():
+    weights = softmax_rows(2, 3)
+    annotated = main_axes(plot_attention(weights, ["a", "b"], list("xyz")))[0]
+    plain = main_axes(plot_attention(weights, ["a", "b"], list("xyz"), annotate=False))[0]
+    assert len(annotated.texts) == 6
+    assert len(plain.texts) == 0
+
+
+def test_plot_attention_accepts_custom_axis_labels():
+    axes = main_axes(plot_attention(softmax_rows(1, 2), ["q"], ["k0", "k1"],
+                                    xlabel="source", ylabel="target"))[0]
+    assert (axes.get_xlabel(), axes.get_ylabel()) == ("source", "target")
+
+
+@pytest.mark.parametrize(
+    "weights, queries, keys",
+    [
+        (torch.full((2, 3), 1 / 3), ["q0"], ["a", "b", "c"]),  # too few query labels
+        (torch.full((2, 3), 1 / 3), ["q0", "q1"], ["a", "b"]),  # too few key labels
+        (torch.full((2, 3), 1 / 3), ["q0", "q1", "q2"], ["a", "b", "c"]),  # too many
+        (torch.full((3,), 1 / 3), ["q0"], ["a", "b", "c"]),  # not a matrix
+        (torch.full((1, 2, 3), 1 / 3), ["q0", "q1"], ["a", "b", "c"]),
+    ],
+)
+def test_plot_attention_rejects_mismatched_labels(weights, queries, keys):
+    with pytest.raises(ValueError):
+        plot_attention(weights, queries, keys)
+
+
+# --- plot_task_attention -----------------------------------------------------------------------
+
+
+def test_plot_task_attention_labels_tokens_and_predictions():
+    task = CountingTask(max_len=5, vocab_size=3)
+    tokens = task.encode("AC B")
+    figure = plot_task_attention(task, tokens, torch.tensor([1, 1, 1]), softmax_rows(3, 5))
+    assert_labelled(figure)
+    (axes,) = main_axes(figure)
+    keys = [label.get_text() for label in axes.get_xticklabels()]
+    assert [key.split("\n") for key in keys] == [
+        ["A", "0"], ["C", "1"], ["_", "2"], ["B", "3"], ["_", "4"]
+    ]
+    queries = [label.get_text() for label in axes.get_yticklabels()]
+    assert queries == ["A = 1", "B = 1", "C = 1"]
+    assert images(figure)[0].get_clim() == (0.0, 1.0)
+
+
+def test_plot_task_attention_rejects_a_prediction_of_the_wrong_length():
+    task = CountingTask(max_len=5, vocab_size=3)
+    with pytest.raises(ValueError):
+        plot_task_attention(task, task.encode("ABC"), torch.tensor([1, 1]), softmax_rows(3, 5))
+
+
+# --- the other plots ---------------------------------------------------------------------------
+
+
+def test_plot_cosine_vs_dot_is_labelled():
+    figure = plot_cosine_vs_dot(samples=60, dim=16)
+    assert_labelled(figure)
+    assert len(main_axes(figure)) == 2
+    for axes in main_axes(figure):
+        (points, *_) = axes.collections
+        assert len(points.get_offsets()) == 60
+        cosines = points.get_offsets()[:, 0]
+        assert cosines.min() >= -1 - 1e-9 and cosines.max() <= 1 + 1e-9
+
+
+def test_plot_cosine_vs_dot_equal_lengths_panel_is_a_straight_line():
+    dim = 16
+    left = main_axes(plot_cosine_vs_dot(samples=60, dim=dim))[0]
+    cosine, dot = left.collections[0].get_offsets().T
+    # Every vector has length sqrt(dim), so the dot product is dim times the cosine.
+    torch.testing.assert_close(torch.as_tensor(dot), torch.as_tensor(cosine) * dim)
+
+
+def test_plot_score_scaling_is_labelled():
+    figure = plot_score_scaling(dims=(2, 8, 32), keys=4, trials=40)
+    assert_labelled(figure)
+    left, right = main_axes(figure)
+    spread = {line.get_label(): line.get_ydata() for line in left.get_lines()}
+    scaled = spread["q · k / √Dk"]
+    unscaled = spread["q · k"]
+    # Unscaled spread grows with the dimension; scaled stays near 1.
+    assert unscaled[-1] > 2 * unscaled[0]
+    assert all(0.6 < value < 1.4 for value in scaled)
+
+
+def test_plot_score_functions_is_labelled_on_a_fixed_scale():
+    figure = plot_score_functions()
+    assert_labelled(figure)
+    assert len(images(figure)) == 3
+    for image in images(figure):
+        assert image.get_clim() == (0, 1)
+        torch.testing.assert_close(torch.as_tensor(image.get_array().data).sum(dim=-1),
+                                   torch.ones(3))
+
+
+def test_plot_score_functions_leaves_the_global_generator_alone():
+    torch.manual_seed(5)
+    expected = torch.rand(4)
+    torch.manual_seed(5)
+    plot_score_functions()
+    assert torch.equal(torch.rand(4), expected)
+
+
+def _history(steps: int = 50) -> dict[str, list[float]]:
+    return {
+        "step": list(range(1, steps + 1)),
+        "loss": [2.0 / step**0.5 for step in range(1, steps + 1)],
+        "held_out_step": list(range(10, steps + 1, 10)),
+        "held_out_exact_match": [step / steps for step in range(10, steps + 1, 10)],
+    }
+
+
+def test_plot_training_is_labelled():
+    figure = plot_training(_history(), title="seed 0")
+    assert_labelled(figure)
+    left, right = main_axes(figure)
+    assert left.get_yscale() == "log"
+    assert list(right.get_lines()[0].get_xdata()) == [10, 20, 30, 40, 50]
+
+
+def test_plot_training_with_a_very_short_history():
+    assert_labelled(plot_training(_history(steps=10)))
+
+
+def _untrained(task: CountingTask) -> TrainedModel:
+    torch.manual_seed(0)
+    return TrainedModel(task, TrainConfig(steps=1), task.build_model().eval())
+
+
+def test_own_letter_mass_counts_letters_and_weighs_them():
+    task = CountingTask(max_len=8, vocab_size=3, hidden=8)
+    counts, mass = own_letter_mass(_untrained(task), samples=200, seed=4)
+    batch = task.sample(200, held_out_generator(4))
+    assert torch.equal(counts, batch.targets)  # the counts are the letter counts
+    # An untrained model attends uniformly: the weight on a letter is its share of the input.
+    torch.testing.assert_close(mass, counts / task.max_len)
+
+
+def test_plot_own_letter_mass_is_labelled():
+    task = CountingTask(max_len=8, vocab_size=3, hidden=8)
+    counts, mass = own_letter_mass(_untrained(task), samples=100)
+    figure = plot_own_letter_mass(counts, mass, task.max_len)
+    assert_labelled(figure)
+    (axes,) = main_axes(figure)
+    assert len(axes.collections[0].get_offsets()) == counts.numel()
+
+
+# --- saving ------------------------------------------------------------------------------------
+
+
+def _attention_figure() -> Figure:
+    task = CountingTask()
+    tokens = task.encode("AACCB CCCB")
+    return plot_task_attention(task, tokens, torch.tensor([2, 2, 5]), softmax_rows(3, 10, seed=1))
+
+
+@pytest.mark.parametrize("build", [_attention_figure, lambda: plot_cosine_vs_dot(samples=30),
+                                   lambda: plot_training(_history())])
+def test_save_figure_svg_is_byte_identical_for_identical_inputs(tmp_path, build):
+    first = save_figure(build(), tmp_path / "a" / "first.svg")
+    second = save_figure(build(), tmp_path / "b" / "second.svg")
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_save_figure_svg_has_no_timestamp(tmp_path):
+    svg = save_figure(_attention_figure(), tmp_path / "figure.svg").read_text()
+    assert "<dc:date>" not in svg
+
+
+def test_save_figure_differs_for_different_inputs(tmp_path):
+    # The byte-identity above is not because every file is the same.
+    task = CountingTask()
+    tokens = task.encode("AACCB CCCB")
+    one = plot_task_attention(task, tokens, torch.tensor([2, 2, 5]), softmax_rows(3, 10, seed=1))
+    two = plot_task_attention(task, tokens, torch.tensor([2, 2, 5]), softmax_rows(3, 10, seed=2))
+    assert (save_figure(one, tmp_path / "one.svg").read_bytes()
+            != save_figure(two, tmp_path / "two.svg").read_bytes())
+
+
+def test_save_figure_follows_the_suffix_and_makes_folders(tmp_path):
+    path = save_figure(_attention_figure(), tmp_path / "deep" / "er" / "figure.png")
+    assert path == tmp_path / "deep" / "er" / "figure.png"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+def test_registry_names_are_unique_file_stems():
+    names = [recipe.name for recipe in FIGURES.values()]
+    assert len(names) == len(set(names))
+    assert list(FIGURES) == names  # each recipe is filed under its own name
+    for name in names:
+        assert re.fullmatch(r"[a-z0-9_]+", name), name
+
+
+def test_every_recipe_has_a_description():
+    assert FIGURES
+    for recipe in FIGURES.values():
+        assert isinstance(recipe, Recipe)
+        assert isinstance(recipe.description, str) and recipe.description.strip(), recipe.name
+        assert callable(recipe.build)
+
+
+def test_registering_a_name_twice_is_refused(monkeypatch):
+    registry = dict(FIGURES)
+    monkeypatch.setattr(figures, "FIGURES", registry)
+    taken = next(iter(registry))
+    with pytest.raises(ValueError, match="twice"):
+        figures._recipe(taken, "a second recipe of the same name")(lambda: "text")
+    assert registry[taken] is FIGURES[taken]
+
+
+def test_render_writes_svg_for_figures_and_md_for_text(tmp_path):
+    figure_recipe = Recipe("attention_test", _attention_figure, "a heatmap")
+    text_recipe = Recipe("table_test", lambda: "| a |\n|---|\n| 1 |\n", "a table")
+    svg = render(figure_recipe, tmp_path / "out")
+    md = render(text_recipe, tmp_path / "out")
+    assert svg == tmp_path / "out" / "attention_test.svg"
+    assert b"<svg" in svg.read_bytes()
+    assert md == tmp_path / "out" / "table_test.md"
+    assert md.read_text() == "| a |\n|---|\n| 1 |\n"
+
+
+def test_render_all_keeps_fresh_artifacts_unless_forced(tmp_path, monkeypatch):
+    builds = []
+
+    def build() -> str:
+        builds.append(1)
+        return f"build {len(builds)}\n"
+
+    registry = {"table_test": Recipe("table_test", build, "a table")}
+    monkeypatch.setattr(figures, "FIGURES", registry)
+    out = tmp_path / "out"
+    assert render_all(out) == [out / "table_test.md"]
+    assert render_all(out) == [out / "table_test.md"]
+    assert len(builds) == 1 and (out / "table_test.md").read_text() == "build 1\n"
+    render_all(out, force=True)
+    assert len(builds) == 2 and (out / "table_test.md").read_text() == "build 2\n"
+    (out / "table_test.md").unlink()  # a missing artifact is rebuilt
+    render_all(out, names=["table_test"])
+    assert len(builds) == 3
+
+
+def test_model_free_recipe_renders(tmp_path):
+    # The score table needs no trained model; the counting recipes are tested in test_claims.
+    path = render(FIGURES["qkv_score_table"], tmp_path)
+    table = path.read_text().splitlines()
+    assert table[0].startswith("| score |")
+    assert len([line for line in table if line.startswith("| ")]) == 4  # header + 3 rows
+
+
+def test_the_label_check_catches_an_unlabelled_panel():
+    # The helper above must be able to fail, or the "is labelled" tests prove nothing.
+    figure = Figure()
+    left, right = figure.subplots(1, 2)  # y axes not shared
+    for axes in (left, right):
+        axes.set_xlabel("x")
+    left.set_ylabel("y")
+    with pytest.raises(AssertionError, match="no y label"):
+        assert_labelled(figure)
+    right.set_ylabel("y")
+    assert_labelled(figure)
+    image = left.imshow([[0.0, 1.0]])
+    figure.colorbar(image, ax=left)
+    assert main_axes(figure) == [left, right]
+    with pytest.raises(AssertionError, match="colorbar"):
+        assert_labelled(figure)

@@ -1,0 +1,217 @@
+"""The toy tasks: sampling, targets, encoding, and settings checks."""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnprimer.tasks import BLANK, TASKS, CountingTask, Task, get_task
+
+
+def seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# --- sampling ----------------------------------------------------------------------------------
+
+
+def test_sample_is_deterministic_for_a_seeded_generator():
+    task = CountingTask()
+    first = task.sample(32, seeded(7))
+    second = task.sample(32, seeded(7))
+    assert torch.equal(first.inputs, second.inputs)
+    assert torch.equal(first.targets, second.targets)
+
+
+def test_sample_differs_across_seeds():
+    task = CountingTask()
+    batches = [task.sample(32, seeded(seed)).inputs for seed in range(4)]
+    for i in range(len(batches)):
+        for j in range(i + 1, len(batches)):
+            assert not torch.equal(batches[i], batches[j]), (i, j)
+
+
+def test_sample_advances_the_generator():
+    task = CountingTask()
+    stream = seeded(3)
+    assert not torch.equal(task.sample(16, stream).inputs, task.sample(16, stream).inputs)
+
+
+def test_sample_does_not_touch_the_global_generator():
+    task = CountingTask()
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    task.sample(8, seeded(1))
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("max_len, vocab_size", [(10, 3), (5, 1), (7, 6)])
+def test_sample_shapes_and_token_range(max_len, vocab_size):
+    task = CountingTask(max_len=max_len, vocab_size=vocab_size)
+    batch = task.sample(200, seeded(0))
+    assert batch.inputs.shape == (200, max_len)
+    assert batch.targets.shape == (200, vocab_size)
+    assert batch.inputs.min() >= 0 and batch.inputs.max() <= vocab_size
+    # With 200 x max_len draws every token (blank included) shows up.
+    assert set(batch.inputs.unique().tolist()) == set(range(vocab_size + 1))
+    assert batch.targets.min() >= 0
+    assert batch.targets.max() < task.num_classes
+
+
+@pytest.mark.parametrize("max_len, vocab_size", [(10, 3), (6, 2), (12, 5)])
+def test_targets_are_the_letter_counts(max_len, vocab_size):
+    task = CountingTask(max_len=max_len, vocab_size=vocab_size)
+    batch = task.sample(64, seeded(11))
+    letters = string.ascii_uppercase[:vocab_size]
+    for tokens, target in zip(batch.inputs, batch.targets, strict=True):
+        counts = Counter(task.decode(tokens))
+        assert target.tolist() == [counts[letter] for letter in letters]
+
+
+def test_targets_for_matches_sample_targets():
+    task = CountingTask()
+    batch = task.sample(50, seeded(5))
+    assert torch.equal(task.targets_for(batch.inputs), batch.targets)
+
+
+def test_targets_for_a_hand_written_input():
+    task = CountingTask(max_len=8, vocab_size=3)
+    tokens = task.encode("CAB CC A")  # A twice, B once, C three times, two blanks
+    assert task.targets_for(tokens[None]).tolist() == [[2, 1, 3]]
+
+
+# --- the blank ---------------------------------------------------------------------------------
+
+
+def test_token_zero_is_the_blank():
+    task = CountingTask(max_len=4, vocab_size=3)
+    assert BLANK == " "
+    assert task.alphabet[0] == BLANK
+    assert task.alphabet[1:] == "ABC"
+    assert task.decode(torch.zeros(4, dtype=torch.long)) == BLANK * 4
+    assert task.encode(BLANK * 4).tolist() == [0, 0, 0, 0]
+    assert task.encode("A").tolist() == [1, 0, 0, 0]
+
+
+def test_blanks_are_not_counted():
+    task = CountingTask(max_len=6, vocab_size=3)
+    assert task.targets_for(task.encode("")[None]).tolist() == [[0, 0, 0]]
+    assert task.targets_for(task.encode("   B  ")[None]).tolist() == [[0, 1, 0]]
+
+
+def test_num_classes_and_output_labels():
+    task = CountingTask(max_len=7, vocab_size=4)
+    assert task.num_classes == 8  # counts 0..7
+    assert task.output_labels() == ["A", "B", "C", "D"]
+
+
+# --- encode / decode ---------------------------------------------------------------------------
+
+
+def test_encode_pads_with_blanks_to_max_len():
+    task = CountingTask(max_len=10, vocab_size=3)
+    tokens = task.encode("AB")
+    assert tokens.shape == (10,)
+    assert tokens[:2].tolist() == [1, 2]
+    assert tokens[2:].tolist() == [0] * 8
+    assert task.decode(tokens) == "AB" + BLANK * 8
+
+
+def test_encode_accepts_exactly_max_len():
+    task = CountingTask(max_len=5, vocab_size=3)
+    assert task.encode("CBACB").tolist() == [3, 2, 1, 3, 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_decode_encode_round_trip(data):
+    max_len = data.draw(st.integers(1, 12), label="max_len")
+    vocab_size = data.draw(st.integers(1, 26), label="vocab_size")
+    task = CountingTask(max_len=max_len, vocab_size=vocab_size)
+    alphabet = BLANK + string.ascii_uppercase[:vocab_size]
+    text = data.draw(st.text(alphabet=alphabet, max_size=max_len), label="text")
+    tokens = task.encode(text)
+    assert tokens.shape == (max_len,)
+    assert task.decode(tokens) == text + BLANK * (max_len - len(text))
+    assert torch.equal(task.encode(task.decode(tokens)), tokens)
+
+
+def test_encode_decode_round_trip_on_sampled_tokens():
+    task = CountingTask(max_len=9, vocab_size=5)
+    for tokens in task.sample(20, seeded(2)).inputs:
+        assert torch.equal(task.encode(task.decode(tokens)), tokens)
+
+
+@pytest.mark.parametrize("text", ["ABD", "abc", "A-B", "A1", "AB\tC", "É"])
+def test_encode_rejects_unknown_letters(text):
+    task = CountingTask(max_len=10, vocab_size=3)
+    with pytest.raises(ValueError, match="input may only use"):
+        task.encode(text)
+
+
+def test_encode_rejects_too_long_input():
+    task = CountingTask(max_len=4, vocab_size=3)
+    with pytest.raises(ValueError, match="max_len"):
+        task.encode("AAAAA")
+    with pytest.raises(ValueError, match="max_len"):
+        task.encode("     ")  # blanks count towards the length too
+
+
+# --- the registry and settings -----------------------------------------------------------------
+
+
+def test_get_task_builds_a_task_with_settings():
+    task = get_task("counting", max_len=6, hidden=16)
+    assert isinstance(task, CountingTask)
+    assert (task.max_len, task.vocab_size, task.hidden) == (6, 3, 16)
+    assert TASKS["counting"] is CountingTask
+    assert all(issubclass(task_class, Task) for task_class in TASKS.values())
+
+
+@pytest.mark.parametrize("name", ["sorting", "", "Counting", "count"])
+def test_get_task_rejects_unknown_names(name):
+    with pytest.raises(ValueError, match="unknown task"):
+        get_task(name)
+
+
+def test_get_task_rejects_unknown_settings():
+    with pytest.raises(TypeError):
+        get_task("counting", width=3)
+
+
+@pytest.mark.parametrize("setting", ["max_len", "vocab_size", "hidden"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_non_positive_settings_raise(setting, value):
+    with pytest.raises(ValueError, match=setting):
+        CountingTask(**{setting: value})
+    with pytest.raises(ValueError, match=setting):
+        get_task("counting", **{setting: value})
+
+
+def test_vocab_size_beyond_the_alphabet_raises():
+    assert CountingTask(vocab_size=26).alphabet[-1] == "Z"
+    with pytest.raises(ValueError, match="vocab_size"):
+        CountingTask(vocab_size=27)
+
+
+def test_tasks_are_frozen_and_hashable():
+    task = CountingTask()
+    with pytest.raises(AttributeError):
+        task.max_len = 3  # type: ignore[misc]
+    assert task == CountingTask(max_len=10, vocab_size=3, hidden=64)
+    assert hash(task) == hash(CountingTask())
+
+
+def test_build_model_matches_the_settings():
+    task = CountingTask(max_len=6, vocab_size=4, hidden=12)
+    torch.manual_seed(0)
+    model = task.build_model()
+    output = model(task.sample(5, seeded(0)).inputs)
+    assert output.logits.shape == (5, 4, task.num_classes)
+    assert output.attention["encoder-decoder"].shape == (5, 4, 6)
