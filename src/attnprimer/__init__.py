@@ -2,15 +2,15 @@
 
 The public names, by chapter:
 
-* masks (:mod:`attnprimer.masks`): :func:`causal_mask`, :func:`padding_mask`,
-  :func:`local_mask`, :func:`combine_masks`, :func:`to_blocked_mask`.
-* from scores to context (:mod:`attnprimer.attention`): :func:`masked_softmax`, :func:`attend`.
-* queries, keys and values (:mod:`attnprimer.dot_product`): :func:`dot_scores`,
-  :func:`general_scores`, :class:`GeneralScore`, :func:`scaled_dot_product_attention`.
-* Bahdanau attention (:mod:`attnprimer.additive`): :func:`additive_scores`,
-  :class:`AdditiveScore`, :class:`AdditiveAttention`.
-* self-attention (:mod:`attnprimer.multihead`): :func:`split_heads`, :func:`merge_heads`,
-  :class:`MultiHeadAttention`.
+* masks ([`attnprimer.masks`][attnprimer.masks]): [`causal_mask`][attnprimer.masks.causal_mask], [`padding_mask`][attnprimer.masks.padding_mask],
+  [`local_mask`][attnprimer.masks.local_mask], [`combine_masks`][attnprimer.masks.combine_masks], [`to_blocked_mask`][attnprimer.masks.to_blocked_mask].
+* from scores to context ([`attnprimer.attention`][attnprimer.attention]): [`masked_softmax`][attnprimer.attention.masked_softmax], [`attend`][attnprimer.attention.attend].
+* queries, keys and values ([`attnprimer.dot_product`][attnprimer.dot_product]): [`dot_scores`][attnprimer.dot_product.dot_scores],
+  [`general_scores`][attnprimer.dot_product.general_scores], [`GeneralScore`][attnprimer.dot_product.GeneralScore], [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention].
+* Bahdanau attention ([`attnprimer.additive`][attnprimer.additive]): [`additive_scores`][attnprimer.additive.additive_scores],
+  [`AdditiveScore`][attnprimer.additive.AdditiveScore], [`AdditiveAttention`][attnprimer.additive.AdditiveAttention].
+* self-attention ([`attnprimer.multihead`][attnprimer.multihead]): [`split_heads`][attnprimer.multihead.split_heads], [`merge_heads`][attnprimer.multihead.merge_heads],
+  [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention].
 
 Shape legend everywhere: B batch, L query length, S key length, D model dim,
 H heads, Dh head dim.

@@ -1,6 +1,6 @@
 """The ``attnprimer`` command: train, test, evaluate and plot the toy tasks.
 
-Every setting flag comes from a dataclass field (:class:`TrainConfig` and the
+Every setting flag comes from a dataclass field ([`TrainConfig`][attnprimer.train.TrainConfig] and the
 task's own fields), so the flags, the checkpoints and the cache keys cannot
 disagree. The same flags pick a trained model out of the cache for ``test``
 and ``eval``.

@@ -6,11 +6,11 @@ Two layers:
   ``matplotlib.figure.Figure``. They never train, save or show anything, and
   they use matplotlib's object API only (no pyplot), so they work under any
   backend, in a notebook or in the docs build.
-* Recipes, registered in :data:`FIGURES` by name, fetch what they need (a
+* Recipes, registered in [`FIGURES`][attnprimer.figures.FIGURES] by name, fetch what they need (a
   trained model from the cache, training it on a miss) and call a ``plot_*``
   function, or format a Markdown table or a text sample.
 
-:func:`render_all` writes every recipe to a folder. The docs build hook and
+[`render_all`][attnprimer.figures.render_all] writes every recipe to a folder. The docs build hook and
 ``attnprimer figures`` (``nox -s figures``) are its two callers, so the site and
 the files on disk are always the same.
 """

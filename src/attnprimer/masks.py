@@ -6,7 +6,7 @@ query may attend to this key"**. It is the convention of
 ``torch.nn.functional.scaled_dot_product_attention``.
 
 ``torch.nn.MultiheadAttention`` uses the opposite polarity (True means
-"blocked"); convert with :func:`to_blocked_mask` before handing a mask to it.
+"blocked"); convert with [`to_blocked_mask`][attnprimer.masks.to_blocked_mask] before handing a mask to it.
 
 Shape legend: B batch, L query length, S key (source) length.
 """

@@ -1,6 +1,6 @@
 """The toy tasks' models, assembled from the concept modules.
 
-:class:`CountingModel` is attention with nothing else around it: no
+[`CountingModel`][attnprimer.models.CountingModel] is attention with nothing else around it: no
 recurrence, no convolution, no position information. Each output step owns one
 learned query vector; the input tokens become keys and values; the context a
 query reads is classified into a count.

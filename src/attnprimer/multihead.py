@@ -45,7 +45,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """Concatenate the heads back: (B, H, L, Dh) -> (B, L, D). Undoes :func:`split_heads`.
+    """Concatenate the heads back: (B, H, L, Dh) -> (B, L, D). Undoes [`split_heads`][attnprimer.multihead.split_heads].
 
     Examples:
         >>> x = torch.randn(2, 3, 4)

@@ -1,11 +1,11 @@
 """Train, evaluate, save and cache the toy tasks' models.
 
-Everything here is deterministic on the CPU: :func:`seed_everything` fixes the
+Everything here is deterministic on the CPU: [`seed_everything`][attnprimer.train.seed_everything] fixes the
 model's initialisation, training batches come from a generator seeded by the
 training seed, and held-out batches from a *different* stream, so that no
 evaluation ever replays the training batches.
 
-Trained models are cached on disk (see :func:`cache_dir`), keyed by the task
+Trained models are cached on disk (see [`cache_dir`][attnprimer.train.cache_dir]), keyed by the task
 and its settings, the training settings (seed included) and the source code
 of the modules that shape training. A warm docs build retrains nothing; edit a
 model or a task and the affected models retrain by themselves.
@@ -297,7 +297,7 @@ def save_checkpoint(trained: TrainedModel, path: str | os.PathLike) -> Path:
 
 
 def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
-    """Read a checkpoint written by :func:`save_checkpoint` (with ``weights_only=True``).
+    """Read a checkpoint written by [`save_checkpoint`][attnprimer.train.save_checkpoint] (with ``weights_only=True``).
 
     Raises:
         CheckpointError: the file is missing, corrupted, or not an attnprimer checkpoint.

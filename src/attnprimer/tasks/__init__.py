@@ -1,6 +1,6 @@
 """The toy tasks, by name.
 
-``TASKS`` maps a task's name to its class; :func:`get_task` builds one with
+``TASKS`` maps a task's name to its class; [`get_task`][attnprimer.tasks.get_task] builds one with
 its settings checked.
 """
 

@@ -5,7 +5,7 @@ vocabulary, model size). It samples batches from an explicit
 ``torch.Generator``, builds its model, and turns letters into token ids and
 back. Token 0 is the blank; tokens 1..V are the letters A, B, C, ...
 
-Every model answers with a :class:`attnprimer.models.ModelOutput`: logits over
+Every model answers with a [`ModelOutput`][attnprimer.models.ModelOutput]: logits over
 the classes of each output step, and the attention weights it used, by name,
 so that the CLI and the figures can show them.
 """

@@ -9,7 +9,7 @@ that letter occurs, a class from 0 to ``max_len``::
 
 No recurrence or convolution is needed: one learned query per letter attends
 over the input, and what it reads off is enough to count (see
-:class:`attnprimer.models.CountingModel`).
+[`CountingModel`][attnprimer.models.CountingModel]).
 """
 
 from __future__ import annotations

@@ -1,0 +1,48 @@
+"""MkDocs hook: build every figure and table of the site from the attnprimer registry.
+
+On each build, :func:`attnprimer.figures.render_all` writes the registry's
+artifacts into ``.cache/attnprimer/generated`` (training any model the cache
+lacks; an artifact already built from the same package source is kept, so a
+warm rebuild takes seconds). Then:
+
+* figures (``<name>.svg``) join the site as ``figures/<name>.svg``; a chapter
+  embeds one with ``![alt](../figures/<name>.svg)``, and strict link
+  validation catches a wrong name;
+* tables and text samples (``<name>.md``) are included by a chapter with
+  ``--8<-- "<name>.md"`` (that folder is a snippets base path, with
+  ``check_paths: true``).
+
+Pages never type a number a model produced: they include what this hook made.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # select the backend in code: the environment may say otherwise
+
+from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
+from mkdocs.structure.files import File, Files  # noqa: E402
+
+from attnprimer.figures import render_all  # noqa: E402
+
+GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
+SITE_FOLDER = "figures"
+
+log = logging.getLogger("mkdocs.hooks.figures")
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    out_dir = Path(config.config_file_path).resolve().parent / GENERATED
+    started = time.perf_counter()
+    paths = render_all(out_dir)
+    for path in paths:
+        if path.suffix == ".svg":
+            files.append(File.generated(config, f"{SITE_FOLDER}/{path.name}", abs_src_path=str(path)))
+    log.info("figures: %d artifacts ready in %.1f s (%s)", len(paths),
+             time.perf_counter() - started, out_dir)
+    return files
