@@ -17,7 +17,6 @@ the files on disk are always the same.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -40,6 +39,7 @@ from attnprimer.train import (
     evaluate,
     get_trained,
     predict,
+    source_hash,
 )
 
 __all__ = [
@@ -501,12 +501,12 @@ def render_all(
 ) -> list[Path]:
     """Render recipes (all by default) into ``out_dir``; returns the files written or kept.
 
-    Unless ``force``, an artifact built by the same package source is kept
-    as it is, which makes a warm docs build fast.
+    Unless ``force``, an artifact built by the same package code (docstrings
+    and comments aside) is kept as it is, which makes a warm docs build fast.
     """
     out_dir = Path(out_dir)
     stamps = out_dir / ".stamps"
-    key = _package_hash()
+    key = source_hash(presentation=True)
     paths = []
     for name in names if names is not None else FIGURES:
         recipe = FIGURES[name]
@@ -521,12 +521,3 @@ def render_all(
         stamp.write_text(key)
         paths.append(path)
     return paths
-
-
-def _package_hash() -> str:
-    digest = hashlib.sha256()
-    package = Path(__file__).parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()

@@ -13,6 +13,7 @@ model or a task and the affected models retrain by themselves.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -341,16 +342,39 @@ def cache_dir() -> Path:
     return Path(base) / "attnprimer"
 
 
-def source_hash() -> str:
-    """A hash of the package source that shapes training (everything but presentation)."""
+def source_hash(*, presentation: bool = False) -> str:
+    """A hash of the package code that shapes training, or with ``presentation``, all of it.
+
+    Comments and docstrings are left out, so editing them retrains nothing.
+    """
     digest = hashlib.sha256()
     package = Path(__file__).parent
     for path in sorted(package.rglob("*.py")):
-        if path.name in _PRESENTATION_MODULES and path.parent == package:
+        if not presentation and path.name in _PRESENTATION_MODULES and path.parent == package:
             continue
         digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(path.read_bytes())
+        digest.update(code_fingerprint(path.read_text(encoding="utf-8")).encode())
     return digest.hexdigest()
+
+
+def code_fingerprint(source: str) -> str:
+    r"""What Python runs of ``source``: its syntax tree without docstrings (comments never get in).
+
+    Examples:
+        >>> code_fingerprint('def f():\n    "Doc."\n    return 1  # one') == code_fingerprint(
+        ...     "def f():\n    return 1")
+        True
+        >>> code_fingerprint("x = 1") == code_fingerprint("x = 2")
+        False
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def cached_path(task: Task, config: TrainConfig) -> Path:
