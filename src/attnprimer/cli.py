@@ -48,7 +48,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
+    """Run the CLI with ``argv`` (default: the command line); returns the exit code.
+
+    Errors are one line on stderr: exit code 2 for bad usage, 1 for a missing
+    or unreadable model.
+
+    Examples:
+        >>> main(["figures", "no_such_figure"])   # stderr: attnprimer: error: unknown figure ...
+        2
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -40,6 +40,7 @@ from attnprimer.train import (
     get_trained,
     predict,
     source_hash,
+    train,
 )
 
 __all__ = [
@@ -124,7 +125,15 @@ def plot_attention(
 def plot_task_attention(
     task: Task, tokens: torch.Tensor, prediction: torch.Tensor, weights: torch.Tensor
 ) -> Figure:
-    """A task model's encoder-decoder attention (T, S) with tokens and predictions as labels."""
+    """A task model's encoder-decoder attention (T, S) with tokens and predictions as labels.
+
+    Examples:
+        >>> task = CountingTask(max_len=4)
+        >>> figure = plot_task_attention(task, task.encode("AB C"), torch.tensor([1, 1, 1]),
+        ...                              torch.full((3, 4), 0.25))
+        >>> [label.get_text() for label in figure.axes[0].get_yticklabels()]
+        ['A = 1', 'B = 1', 'C = 1']
+    """
     key_labels = [f"{'_' if char == BLANK else char}\n{step}"
                   for step, char in enumerate(task.decode(tokens))]
     query_labels = [f"{label} = {int(value)}"
@@ -141,6 +150,11 @@ def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Fig
     Left: every vector has the same length, so the dot product is the cosine
     times a constant. Right: the same directions with random lengths; the dot
     product now mixes how aligned two vectors are with how long they are.
+
+    Examples:
+        >>> figure = plot_cosine_vs_dot(samples=20)
+        >>> [axes.get_title() for axes in figure.axes[:2]]
+        ['equal lengths (|a| = |b| = √128)', 'random lengths']
     """
     generator = torch.Generator().manual_seed(seed)
     a = torch.randn(samples, dim, generator=generator, dtype=torch.float64)
@@ -183,6 +197,11 @@ def plot_score_scaling(
     sqrt(Dk); divided by sqrt(Dk) it stays at 1. Right: the largest of ``keys``
     softmax weights, averaged over trials: without the scale the softmax
     saturates towards a one-hot choice (and its gradients vanish).
+
+    Examples:
+        >>> figure = plot_score_scaling(dims=(4, 64), trials=50)
+        >>> figure.axes[1].get_ylabel()
+        'largest softmax weight of 16 keys'
     """
     dims = list(dims)
     generator = torch.Generator().manual_seed(seed)
@@ -221,7 +240,12 @@ def plot_score_scaling(
 def plot_score_functions(
     dim: int = 8, queries: int = 3, keys: int = 6, seed: int = 0
 ) -> Figure:
-    """The same queries and keys weighted by three score functions (random parameters)."""
+    """The same queries and keys weighted by three score functions (random parameters).
+
+    Examples:
+        >>> [axes.get_xlabel() for axes in plot_score_functions().axes[:3]]
+        ['key', 'key', 'key']
+    """
     generator = torch.Generator().manual_seed(seed)
     torch_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
@@ -257,6 +281,12 @@ def own_letter_mass(
     Returns:
         ``(counts, mass)``, both (samples, T): how often each step's letter occurs, and the
         total attention weight that step puts on the positions holding that letter.
+
+    Examples:
+        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
+        >>> counts, mass = own_letter_mass(trained, samples=100)
+        >>> counts.shape, bool((mass[counts == 0] == 0).all())   # no letter, no weight
+        (torch.Size([100, 3]), True)
     """
     from attnprimer.train import held_out_generator
 
@@ -269,7 +299,14 @@ def own_letter_mass(
 
 
 def plot_own_letter_mass(counts: torch.Tensor, mass: torch.Tensor, length: int) -> Figure:
-    """Attention weight on a letter's own positions against how often it occurs."""
+    """Attention weight on a letter's own positions against how often it occurs.
+
+    Examples:
+        >>> counts = torch.tensor([[0, 1], [2, 3]])
+        >>> figure = plot_own_letter_mass(counts, counts / 4, length=4)
+        >>> figure.axes[0].get_ylabel()
+        'attention weight on that letter'
+    """
     counts, mass = counts.flatten().numpy(), mass.flatten().numpy()
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, size=counts.shape)
     figure = Figure(figsize=(6.5, 3.8), layout="constrained")
@@ -288,7 +325,13 @@ def plot_own_letter_mass(counts: torch.Tensor, mass: torch.Tensor, length: int) 
 
 
 def plot_training(history: dict[str, list[float]], title: str | None = None) -> Figure:
-    """Training loss (every step, smoothed) and held-out exact match against the step."""
+    """Training loss (every step, smoothed) and held-out exact match against the step.
+
+    Examples:
+        >>> history = train(CountingTask(hidden=8), TrainConfig(steps=10)).history
+        >>> [axes.get_ylabel() for axes in plot_training(history).axes]
+        ['cross-entropy loss', 'held-out exact match']
+    """
     figure = Figure(figsize=(9, 3.4), layout="constrained")
     left, right = figure.subplots(1, 2)
     steps = np.asarray(history["step"])
@@ -314,7 +357,15 @@ def plot_training(history: dict[str, list[float]], title: str | None = None) -> 
 
 
 def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
-    """Save ``figure`` reproducibly (no timestamps, fixed SVG ids); the format follows the suffix."""
+    """Save ``figure`` reproducibly (no timestamps, fixed SVG ids); the format follows the suffix.
+
+    Examples:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> first = save_figure(plot_score_functions(), folder / "a.svg").read_bytes()
+        >>> first == save_figure(plot_score_functions(), folder / "b.svg").read_bytes()
+        True
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"Date": None} if path.suffix in {".svg", ".pdf"} else {}
@@ -503,6 +554,12 @@ def render_all(
 
     Unless ``force``, an artifact built by the same package code (docstrings
     and comments aside) is kept as it is, which makes a warm docs build fast.
+
+    Examples:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> [path.name for path in render_all(folder, names=["qkv_score_functions"])]
+        ['qkv_score_functions.svg']
     """
     out_dir = Path(out_dir)
     stamps = out_dir / ".stamps"

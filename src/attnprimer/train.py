@@ -137,7 +137,13 @@ class CheckpointError(RuntimeError):
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators (model initialisation)."""
+    """Seed Python's, NumPy's and torch's global generators (model initialisation).
+
+    Examples:
+        >>> seed_everything(0); first = torch.rand(2)
+        >>> seed_everything(0); torch.equal(first, torch.rand(2))
+        True
+    """
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -149,7 +155,13 @@ def training_generator(seed: int) -> torch.Generator:
 
 
 def held_out_generator(seed: int = HELD_OUT_SEED) -> torch.Generator:
-    """A stream of held-out batches (odd stream numbers: never a training stream)."""
+    """A stream of held-out batches (odd stream numbers: never a training stream).
+
+    Examples:
+        >>> torch.equal(torch.rand(3, generator=held_out_generator(0)),
+        ...             torch.rand(3, generator=training_generator(0)))
+        False
+    """
     return torch.Generator().manual_seed(2 * seed + 1)
 
 
@@ -177,6 +189,12 @@ def train(
 
     Returns:
         The trained model, in eval mode, with its training history.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=20))
+        >>> len(trained.history["loss"]), trained.history["held_out_step"]
+        (20, [20])
     """
     with _single_thread():  # these models are tiny: threads cost more than they save
         return _train(task, config, progress, eval_every, eval_samples)
@@ -273,7 +291,18 @@ def evaluate(
 
 
 def save_checkpoint(trained: TrainedModel, path: str | os.PathLike) -> Path:
-    """Write ``trained`` to ``path`` atomically: a crash never leaves half a file behind."""
+    """Write ``trained`` to ``path`` atomically: a crash never leaves half a file behind.
+
+    Examples:
+        >>> import tempfile
+        >>> from attnprimer.tasks import CountingTask
+        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> save_checkpoint(trained, folder / "counting.pt").name
+        'counting.pt'
+        >>> load_checkpoint(folder / "counting.pt").config == trained.config
+        True
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -302,6 +331,16 @@ def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
 
     Raises:
         CheckpointError: the file is missing, corrupted, or not an attnprimer checkpoint.
+
+    Examples:
+        >>> import tempfile
+        >>> damaged = Path(tempfile.mkdtemp()) / "damaged.pt"
+        >>> _ = damaged.write_bytes(b"not a checkpoint")
+        >>> try:
+        ...     load_checkpoint(damaged)
+        ... except CheckpointError as error:
+        ...     print("refused:", str(error).startswith("cannot read checkpoint"))
+        refused: True
     """
     path = Path(path)
     if not path.is_file():
@@ -334,7 +373,13 @@ _PRESENTATION_MODULES = frozenset({"__main__.py", "cli.py", "figures.py", "repor
 
 
 def cache_dir() -> Path:
-    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``."""
+    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> cached_path(CountingTask(), TrainConfig()).parent == cache_dir() / "models"
+        True
+    """
     configured = os.environ.get("ATTNPRIMER_CACHE_DIR")
     if configured:
         return Path(configured)
@@ -378,7 +423,14 @@ def code_fingerprint(source: str) -> str:
 
 
 def cached_path(task: Task, config: TrainConfig) -> Path:
-    """The cache file of the model for ``task`` and ``config`` under the current source."""
+    """The cache file of the model for ``task`` and ``config`` under the current source.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> path = cached_path(CountingTask(), TrainConfig(seed=0))
+        >>> path.name.startswith("counting-"), path == cached_path(CountingTask(), TrainConfig(seed=1))
+        (True, False)
+    """
     key = json.dumps(
         {"task": task.name, "settings": asdict(task), "train": asdict(config), "source": source_hash()},
         sort_keys=True,
@@ -391,6 +443,21 @@ def get_trained(task: Task, config: TrainConfig, *, progress: bool = False) -> T
     """The trained model for ``task`` and ``config``: from the cache, or trained and cached.
 
     A cache entry that cannot be read is treated as missing and replaced.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from attnprimer.tasks import CountingTask
+        >>> saved = os.environ.get("ATTNPRIMER_CACHE_DIR")
+        >>> os.environ["ATTNPRIMER_CACHE_DIR"] = tempfile.mkdtemp()  # a throwaway cache
+        >>> task, config = CountingTask(hidden=8), TrainConfig(steps=5)
+        >>> first = get_trained(task, config)           # trains, then caches
+        >>> cached_path(task, config).is_file()
+        True
+        >>> second = get_trained(task, config)          # loads from the cache
+        >>> torch.equal(first.model.queries, second.model.queries)
+        True
+        >>> _ = os.environ.pop("ATTNPRIMER_CACHE_DIR")
+        >>> if saved is not None: os.environ["ATTNPRIMER_CACHE_DIR"] = saved
     """
     path = cached_path(task, config)
     if path.is_file():
