@@ -74,21 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="attnprimer", description="An executable primer on attention: toy tasks.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    train_parser = commands.add_parser("train", help="train a task's model (and cache it)")
-    tasks = train_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
-    for name, task_class in TASKS.items():
-        sub = tasks.add_parser(name, help=task_class.description)
-        _add_setting_flags(sub, task_class)
+    tasks, subs = _task_commands(commands, "train", "train a task's model (and cache it)")
+    for sub in subs:
         sub.add_argument("--checkpoint", type=Path, help="also save the trained model to this file")
         sub.set_defaults(handler=_train)
     every = tasks.add_parser("all", help="train (or load from the cache) every model the site uses")
     every.set_defaults(handler=_train_site_models)
 
-    test_parser = commands.add_parser("test", help="show a trained model's prediction and attention")
-    tasks = test_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
-    for name, task_class in TASKS.items():
-        sub = tasks.add_parser(name, help=task_class.description)
-        _add_setting_flags(sub, task_class)
+    _, subs = _task_commands(commands, "test", "show a trained model's prediction and attention")
+    for sub in subs:
         _add_checkpoint_flag(sub)
         sub.add_argument(
             "--input",
@@ -101,11 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="save the attention heatmap to FILE (.png, .svg or .pdf)")
         sub.set_defaults(handler=_test)
 
-    eval_parser = commands.add_parser("eval", help="held-out accuracy of a trained model")
-    tasks = eval_parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
-    for name, task_class in TASKS.items():
-        sub = tasks.add_parser(name, help=task_class.description)
-        _add_setting_flags(sub, task_class)
+    _, subs = _task_commands(commands, "eval", "held-out accuracy of a trained model")
+    for sub in subs:
         _add_checkpoint_flag(sub)
         sub.add_argument("--samples", type=_positive_int, default=10_000,
                          help="held-out sequences to score (default: 10000)")
@@ -123,6 +114,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- flags from dataclass fields -------------------------------------------------------------
+
+
+def _task_commands(commands, command: str, help: str):
+    """``attnprimer COMMAND TASK``: one sub-parser per task, each with its settings flags.
+
+    Returns the task sub-parsers' action (to add more choices) and the sub-parsers.
+    """
+    parser = commands.add_parser(command, help=help)
+    tasks = parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
+    subs = []
+    for name, task_class in TASKS.items():
+        sub = tasks.add_parser(name, help=task_class.description)
+        _add_setting_flags(sub, task_class)
+        subs.append(sub)
+    return tasks, subs
 
 
 def _setting_fields(task_class: type[Task]):
