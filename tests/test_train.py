@@ -469,11 +469,9 @@ def test_cached_path_changes_with_the_source(monkeypatch):
     assert cached_path(TINY_TASK, TINY_CONFIG) != before
 
 
-def _refuse_to_train(*args, **kwargs):
-    raise AssertionError("train() was called although the model is cached")
-
-
-def test_get_trained_caches(monkeypatch):
+@pytest.fixture
+def train_calls(monkeypatch):
+    """Record every call get_trained makes to train (and still train)."""
     calls = []
     real_train = train_module.train
 
@@ -482,8 +480,16 @@ def test_get_trained_caches(monkeypatch):
         return real_train(*args, **kwargs)
 
     monkeypatch.setattr(train_module, "train", counting_train)
+    return calls
+
+
+def _refuse_to_train(*args, **kwargs):
+    raise AssertionError("train() was called although the model is cached")
+
+
+def test_get_trained_caches(monkeypatch, train_calls):
     first = get_trained(TINY_TASK, TINY_CONFIG)
-    assert len(calls) == 1
+    assert len(train_calls) == 1
     assert cached_path(TINY_TASK, TINY_CONFIG).is_file()
 
     monkeypatch.setattr(train_module, "train", _refuse_to_train)
@@ -512,20 +518,12 @@ def test_get_trained_with_other_settings_trains_again(monkeypatch):
 
 
 @pytest.mark.parametrize("damage", [_random_bytes, _truncated, _empty, _other_format])
-def test_a_corrupt_cache_entry_is_replaced_by_retraining(tiny, monkeypatch, damage):
+def test_a_corrupt_cache_entry_is_replaced_by_retraining(tiny, monkeypatch, train_calls, damage):
     path = cached_path(TINY_TASK, TINY_CONFIG)
     path.parent.mkdir(parents=True)
     damage(tiny, path)
-    calls = []
-    real_train = train_module.train
-
-    def counting_train(*args, **kwargs):
-        calls.append(args)
-        return real_train(*args, **kwargs)
-
-    monkeypatch.setattr(train_module, "train", counting_train)
     trained = get_trained(TINY_TASK, TINY_CONFIG)
-    assert len(calls) == 1
+    assert len(train_calls) == 1
     assert states_equal(trained.model.state_dict(), tiny.model.state_dict())
     # The entry on disk is now a good checkpoint, and the next call uses it.
     assert states_equal(load_checkpoint(path).model.state_dict(), tiny.model.state_dict())
