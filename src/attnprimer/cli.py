@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import MISSING, asdict, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from attnprimer.tasks import TASKS, Task
@@ -28,7 +28,7 @@ from attnprimer.train import (
     get_trained,
     held_out_generator,
     load_checkpoint,
-    predict,
+    predict_one,
     save_checkpoint,
     train,
 )
@@ -176,12 +176,11 @@ def _settings(args: argparse.Namespace) -> tuple[Task, TrainConfig]:
 
 def _train_command(task: Task, config: TrainConfig) -> str:
     """The shortest ``attnprimer train`` command line that trains this model."""
-    defaults = {**{f.name: f.default for f in fields(TrainConfig)}, **type(task).train_defaults}
-    settings = {**asdict(config), **asdict(task)}
-    task_defaults = {f.name: f.default for f in fields(type(task)) if f.default is not MISSING}
+    defaults = {field.name: field.default for field in _setting_fields(type(task))}
+    defaults.update(type(task).train_defaults)
     words = ["attnprimer", "train", task.name]
-    for name, value in settings.items():
-        if value != {**defaults, **task_defaults}.get(name):
+    for name, value in {**asdict(config), **asdict(task)}.items():
+        if value != defaults[name]:
             words += ["--" + name.replace("_", "-"), str(value)]
     return " ".join(words)
 
@@ -247,12 +246,11 @@ def _test(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
     else:
         tokens = task.sample(1, held_out_generator(args.data_seed)).inputs[0]
-    output, prediction = predict(trained.model, tokens[None])  # batch of one
-    attention = {name: weights[0] for name, weights in output.attention.items()}
+    prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
-    print(attention_report(task, tokens, prediction[0], attention, target))
+    print(attention_report(task, tokens, prediction, attention, target))
     if args.plot is not None:
-        _save_heatmap(trained, tokens, prediction[0], attention, args.plot)
+        _save_heatmap(trained, tokens, prediction, attention, args.plot)
         print(f"\nheatmap saved to {args.plot}")
     return 0
 

@@ -28,7 +28,7 @@ import torch
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from attnprimer.additive import AdditiveScore, additive_scores
+from attnprimer.additive import AdditiveScore
 from attnprimer.attention import masked_softmax
 from attnprimer.dot_product import GeneralScore, dot_scores
 from attnprimer.report import attention_report
@@ -39,8 +39,8 @@ from attnprimer.train import (
     evaluate,
     get_trained,
     predict,
+    predict_one,
     source_hash,
-    train,
 )
 
 __all__ = [
@@ -247,11 +247,10 @@ def plot_score_functions(
         ['key', 'key', 'key']
     """
     generator = torch.Generator().manual_seed(seed)
-    torch_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    general = GeneralScore(dim, dim)
-    additive = AdditiveScore(dim, dim, hidden_dim=dim)
-    torch.random.set_rng_state(torch_state)
+    with torch.random.fork_rng():  # seed the modules' initialisation, leave the global state alone
+        torch.manual_seed(seed)
+        general = GeneralScore(dim, dim)
+        additive = AdditiveScore(dim, dim, hidden_dim=dim)
     query = torch.randn(queries, dim, generator=generator)
     key = torch.randn(keys, dim, generator=generator)
     with torch.no_grad():
@@ -283,6 +282,7 @@ def own_letter_mass(
         total attention weight that step puts on the positions holding that letter.
 
     Examples:
+        >>> from attnprimer.train import train
         >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
         >>> counts, mass = own_letter_mass(trained, samples=100)
         >>> counts.shape, bool((mass[counts == 0] == 0).all())   # no letter, no weight
@@ -328,6 +328,7 @@ def plot_training(history: dict[str, list[float]], title: str | None = None) -> 
     """Training loss (every step, smoothed) and held-out exact match against the step.
 
     Examples:
+        >>> from attnprimer.train import train
         >>> history = train(CountingTask(hidden=8), TrainConfig(steps=10)).history
         >>> [axes.get_ylabel() for axes in plot_training(history).axes]
         ['cross-entropy loss', 'held-out exact match']
@@ -448,25 +449,19 @@ def _qkv_score_functions() -> Figure:
 
 @_recipe("qkv_score_table", "the three score functions: formula, parameters, cost")
 def _qkv_score_table() -> str:
-    dim = hidden = 64
-    query, key = torch.randn(1, dim), torch.randn(1, dim)
-    general = GeneralScore(dim, dim)
-    additive = AdditiveScore(dim, dim, hidden)
+    dim = 64
     rows = [
-        ("scaled dot product", r"$q^\top k / \sqrt{D_k}$", 0, "$D_k$ multiply-adds",
-         dot_scores(query, key)),
-        ("general (Luong)", r"$q^\top W k$", _parameters(general), "$D_q D_k$ per query, then a dot",
-         general(query, key)),
-        ("additive (Bahdanau)", r"$v^\top \tanh(W_q q + W_k k)$", _parameters(additive),
-         "$A$ adds, tanh and multiply-adds", additive_scores(query, key, additive.query_proj.weight,
-                                                            additive.key_proj.weight, additive.v)),
+        ("scaled dot product", r"$q^\top k / \sqrt{D_k}$", 0, "$D_k$ multiply-adds"),
+        ("general (Luong)", r"$q^\top W k$", _parameters(GeneralScore(dim, dim)),
+         "$D_q D_k$ per query, then a dot"),
+        ("additive (Bahdanau)", r"$v^\top \tanh(W_q q + W_k k)$",
+         _parameters(AdditiveScore(dim, dim, hidden_dim=dim)), "$A$ adds, tanh and multiply-adds"),
     ]
     lines = [
         "| score | formula | learned parameters | cost per pair |",
         "|---|---|--:|---|",
     ]
-    for name, formula, count, cost, scores in rows:
-        assert scores.shape == (1, 1)  # every score function maps (L, D), (S, D) to (L, S)
+    for name, formula, count, cost in rows:
         lines.append(f"| {name} | {formula} | {count:,} | {cost} |")
     lines += ["", f"Parameters counted on the modules for $D_q = D_k = A = {dim}$."]
     return "\n".join(lines) + "\n"
@@ -476,23 +471,23 @@ def _parameters(module: torch.nn.Module) -> int:
     return sum(parameter.numel() for parameter in module.parameters())
 
 
-@_recipe("counting_heatmap", "the trained counting model's attention on the primer's example")
-def _counting_heatmap() -> Figure:
+def _counting_example():
+    """The seed-0 counting model on the primer's example: task, tokens, prediction, weights."""
     trained = _trained("counting, seed 0")
     tokens = trained.task.encode(COUNTING_EXAMPLE)
-    output, prediction = predict(trained.model, tokens[None])
-    return plot_task_attention(trained.task, tokens, prediction[0],
-                               output.attention["encoder-decoder"][0])
+    return (trained.task, tokens, *predict_one(trained.model, tokens))
+
+
+@_recipe("counting_heatmap", "the trained counting model's attention on the primer's example")
+def _counting_heatmap() -> Figure:
+    task, tokens, prediction, attention = _counting_example()
+    return plot_task_attention(task, tokens, prediction, attention["encoder-decoder"])
 
 
 @_recipe("counting_sample", "`attnprimer test counting` on the primer's example")
 def _counting_sample() -> str:
-    trained = _trained("counting, seed 0")
-    tokens = trained.task.encode(COUNTING_EXAMPLE)
-    output, prediction = predict(trained.model, tokens[None])
-    attention = {name: weights[0] for name, weights in output.attention.items()}
-    report = attention_report(trained.task, tokens, prediction[0], attention,
-                              trained.task.targets_for(tokens[None])[0])
+    task, tokens, prediction, attention = _counting_example()
+    report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
     return f'```text\n$ attnprimer test counting --input "{COUNTING_EXAMPLE}"\n{report}\n```\n'
 
 

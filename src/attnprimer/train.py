@@ -31,7 +31,8 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from attnprimer.tasks import Task, get_task
+from attnprimer.models import ModelOutput
+from attnprimer.tasks import Batch, Task, get_task
 
 __all__ = [
     "CheckpointError",
@@ -44,6 +45,8 @@ __all__ = [
     "get_trained",
     "held_out_generator",
     "load_checkpoint",
+    "predict",
+    "predict_one",
     "save_checkpoint",
     "seed_everything",
     "train",
@@ -245,8 +248,16 @@ def _single_thread():
 
 
 @torch.no_grad()
-def predict(model: nn.Module, inputs: torch.Tensor):
-    """Run ``model`` in eval mode; returns its ModelOutput and the predicted classes (B, T)."""
+def predict(model: nn.Module, inputs: torch.Tensor) -> tuple[ModelOutput, torch.Tensor]:
+    """Run ``model`` in eval mode on inputs (B, S); returns its output and the classes (B, T).
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> task = CountingTask(hidden=8)
+        >>> output, predictions = predict(task.build_model(), task.sample(4, torch.Generator()).inputs)
+        >>> predictions.shape, output.logits.shape
+        (torch.Size([4, 3]), torch.Size([4, 3, 11]))
+    """
     was_training = model.training
     model.eval()
     output = model(inputs)
@@ -254,9 +265,28 @@ def predict(model: nn.Module, inputs: torch.Tensor):
     return output, output.logits.argmax(dim=-1)
 
 
-def _exact_match(model: nn.Module, batch) -> float:
+def predict_one(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Run ``model`` on one sequence (S,); returns its classes (T,) and its weights by name.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> task = CountingTask(hidden=8)
+        >>> prediction, attention = predict_one(task.build_model(), task.encode("AAB"))
+        >>> prediction.shape, attention["encoder-decoder"].shape
+        (torch.Size([3]), torch.Size([3, 10]))
+    """
+    output, predictions = predict(model, tokens[None])  # a batch of one
+    return predictions[0], {name: weights[0] for name, weights in output.attention.items()}
+
+
+def _correct(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """(B, T) bool: which output steps of ``batch`` the model gets right."""
     _, predictions = predict(model, batch.inputs)
-    return (predictions == batch.targets).all(dim=1).float().mean().item()
+    return predictions == batch.targets
+
+
+def _exact_match(model: nn.Module, batch: Batch) -> float:
+    return _correct(model, batch).all(dim=1).float().mean().item()
 
 
 def evaluate(
@@ -278,9 +308,7 @@ def evaluate(
     remaining = samples
     while remaining:
         size = min(batch_size, remaining)
-        batch = trained.task.sample(size, generator)
-        _, predictions = predict(trained.model, batch.inputs)
-        correct = predictions == batch.targets  # (B, T)
+        correct = _correct(trained.model, trained.task.sample(size, generator))  # (B, T)
         exact += correct.all(dim=1).sum().item()
         per_step = per_step + correct.sum(dim=0).double()
         remaining -= size
