@@ -27,6 +27,7 @@ from attnprimer.train import (
     predict,
     save_checkpoint,
     train,
+    train_missing,
     training_generator,
 )
 
@@ -529,3 +530,38 @@ def test_a_corrupt_cache_entry_is_replaced_by_retraining(tiny, monkeypatch, trai
     assert states_equal(load_checkpoint(path).model.state_dict(), tiny.model.state_dict())
     monkeypatch.setattr(train_module, "train", _refuse_to_train)
     get_trained(TINY_TASK, TINY_CONFIG)
+
+
+def test_train_works_inside_no_grad(tiny):
+    # A caller's torch.no_grad() must not break training (or silently skip it).
+    with torch.no_grad():
+        trained = train(TINY_TASK, TINY_CONFIG, eval_every=10, eval_samples=100)
+    assert states_equal(trained.model.state_dict(), tiny.model.state_dict())
+    with torch.no_grad():
+        train(TINY_TASK, TrainConfig(steps=2))
+        assert not torch.is_grad_enabled()  # the caller's mode is back after the call
+
+
+# --- training what the cache lacks, in parallel ----------------------------------------------
+
+
+def test_train_missing_trains_only_what_is_missing(monkeypatch, train_calls):
+    other = TrainConfig(steps=30, seed=1)
+    get_trained(TINY_TASK, TINY_CONFIG)
+    train_calls.clear()
+    trained = train_missing([(TINY_TASK, TINY_CONFIG), (TINY_TASK, other), (TINY_TASK, other)],
+                            workers=1)
+    assert trained == [(TINY_TASK, other)]  # duplicates once, cached ones not at all
+    assert len(train_calls) == 1
+    assert cached_path(TINY_TASK, other).is_file()
+    assert train_missing([(TINY_TASK, TINY_CONFIG), (TINY_TASK, other)]) == []
+
+
+def test_train_missing_in_parallel_makes_the_same_models(tiny):
+    configs = [TINY_CONFIG, TrainConfig(steps=30, seed=1)]
+    trained = train_missing([(TINY_TASK, config) for config in configs], workers=2)
+    assert len(trained) == 2
+    parallel = load_checkpoint(cached_path(TINY_TASK, TINY_CONFIG))
+    assert states_equal(parallel.model.state_dict(), tiny.model.state_dict())
+    assert parallel.history["loss"] == tiny.history["loss"]
+    assert cached_path(TINY_TASK, configs[1]).is_file()

@@ -17,10 +17,13 @@ import ast
 import hashlib
 import json
 import math
+import multiprocessing
 import os
 import random
 import tempfile
 import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +53,7 @@ __all__ = [
     "save_checkpoint",
     "seed_everything",
     "train",
+    "train_missing",
 ]
 
 HELD_OUT_SEED = 1234
@@ -199,7 +203,9 @@ def train(
         >>> len(trained.history["loss"]), trained.history["held_out_step"]
         (20, [20])
     """
-    with _single_thread():  # these models are tiny: threads cost more than they save
+    # Tiny models: threads cost more than they save. enable_grad: a caller's
+    # torch.no_grad() must not silently break training.
+    with _single_thread(), torch.enable_grad():
         return _train(task, config, progress, eval_every, eval_samples)
 
 
@@ -397,7 +403,9 @@ def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
 # --- the cache of trained models -----------------------------------------------------------
 
 # Modules that only present results: editing them never changes a trained model.
-_PRESENTATION_MODULES = frozenset({"__main__.py", "cli.py", "figures.py", "report.py"})
+_PRESENTATION_MODULES = frozenset(
+    {"__main__.py", "analysis.py", "cli.py", "cost.py", "figures.py", "report.py"}
+)
 
 
 def cache_dir() -> Path:
@@ -465,6 +473,38 @@ def cached_path(task: Task, config: TrainConfig) -> Path:
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_dir() / "models" / f"{task.name}-{digest}.pt"
+
+
+def train_missing(
+    specs: Iterable[tuple[Task, TrainConfig]], *, workers: int | None = None
+) -> list[tuple[Task, TrainConfig]]:
+    """Train and cache every model of ``specs`` the cache lacks, several at a time.
+
+    Each model trains on one thread in its own process (``workers`` of them,
+    default: one per CPU), so a cold cache fills about ``workers`` times faster.
+    Training is deterministic, so the models are the ones
+    [`get_trained`][attnprimer.train.get_trained] would have made one by one.
+
+    Returns:
+        The (task, config) pairs that were trained.
+    """
+    missing = list(dict.fromkeys(
+        (task, config) for task, config in specs if not cached_path(task, config).is_file()
+    ))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
+    if workers == 1:
+        for task, config in missing:
+            get_trained(task, config)
+        return missing
+    # spawn: a fresh interpreter per worker, whatever threads the parent runs.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        list(pool.map(_train_and_cache, missing))
+    return missing
+
+
+def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
+    get_trained(*spec)
 
 
 def get_trained(task: Task, config: TrainConfig, *, progress: bool = False) -> TrainedModel:
