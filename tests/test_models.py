@@ -1,12 +1,16 @@
-"""The counting model: shapes, attention weights, and its lack of position information."""
+"""The toy models: shapes, attention weights, the counting model's lack of position information,
+and the difference model's self-attention over its output steps."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
+from torch.nn import functional as F
 
-from attnprimer.models import CountingModel, ModelOutput
+from attnprimer.models import CountingModel, DifferenceModel, ModelOutput, OutputSelfAttention
 
 NUM_TOKENS, NUM_QUERIES, NUM_CLASSES, HIDDEN = 4, 3, 11, 16
 
@@ -121,3 +125,93 @@ def test_gradients_reach_every_parameter():
         assert parameter.grad is not None, name
         assert torch.isfinite(parameter.grad).all(), name
     assert model.queries.grad.abs().sum() > 0
+
+
+# --- self-attention over the output steps ------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.sampled_from([4, 8, 64]), st.integers(0, 2**31 - 1))
+def test_projection_free_self_attention_prefers_itself_for_equal_lengths(steps, hidden, seed):
+    # Cauchy-Schwarz: for states of one length, no other step scores higher than a step with
+    # itself. A layer norm with gain 1 and bias 0 gives every state the same length.
+    generator = torch.Generator().manual_seed(seed)
+    states = F.layer_norm(torch.randn(3, steps, hidden, generator=generator,
+                                      dtype=torch.float64), (hidden,))
+    layer = OutputSelfAttention(hidden).double()
+    _, weights = layer(states)
+    diagonal = weights.diagonal(dim1=-2, dim2=-1)  # (B, T)
+    assert torch.all(diagonal >= weights.amax(dim=-1) - 1e-12)
+
+
+def test_learned_projections_can_move_attention_off_the_diagonal():
+    torch.manual_seed(0)
+    layer = OutputSelfAttention(8, projections=True)
+    with torch.no_grad():
+        layer.query.weight.zero_()
+        layer.query.bias.zero_()
+        layer.key.weight.zero_()
+        layer.key.bias.copy_(torch.arange(8.0))  # every key the same: scores are all equal
+    states = F.layer_norm(torch.randn(2, 4, 8), (8,))
+    _, weights = layer(states)
+    torch.testing.assert_close(weights, torch.full((2, 4, 4), 0.25))
+
+
+def test_self_attention_without_projections_has_only_the_norm_to_learn():
+    names = {name for name, _ in OutputSelfAttention(8).named_parameters()}
+    assert names == {"norm.weight", "norm.bias"}
+    projected = {name for name, _ in OutputSelfAttention(8, projections=True).named_parameters()}
+    assert {"query.weight", "key.weight", "value.weight"} <= projected
+
+
+def test_self_attention_is_residual_then_norm():
+    layer = OutputSelfAttention(8)
+    states = torch.randn(2, 3, 8)
+    output, weights = layer(states)
+    expected = F.layer_norm(states + weights @ states, (8,))
+    torch.testing.assert_close(output, expected)
+
+
+def test_self_attention_mask_blocks_steps():
+    layer = OutputSelfAttention(8)
+    mask = torch.ones(3, 3, dtype=torch.bool)
+    mask[2, 0] = False
+    _, weights = layer(torch.randn(4, 3, 8), mask)
+    assert torch.all(weights[:, 2, 0] == 0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4, 3))
+
+
+def make_difference(self_attention: bool = True, **settings) -> DifferenceModel:
+    torch.manual_seed(0)
+    return DifferenceModel(num_tokens=4, num_queries=4, num_classes=11, hidden=16,
+                           self_attention=self_attention, **settings).eval()
+
+
+def test_difference_model_without_self_attention_is_the_counting_model_plus_a_query():
+    plain = make_difference(self_attention=False)
+    counting = CountingModel(num_tokens=4, num_queries=4, num_classes=11, hidden=16)
+    counting.load_state_dict(plain.state_dict())
+    tokens = random_tokens(5, 10)
+    torch.testing.assert_close(plain(tokens).logits, counting(tokens).logits)
+    assert set(plain(tokens).attention) == {"encoder-decoder"}
+
+
+def test_difference_model_self_mask_changes_only_the_masked_steps():
+    model = make_difference()
+    with torch.no_grad():
+        nn.init.normal_(model.queries, std=2.0)
+    tokens = random_tokens(5, 10)
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[3, 1] = False  # the difference step may not read step 1
+    free, masked = model(tokens), model(tokens, self_mask=mask)
+    assert torch.all(masked.attention["self"][:, 3, 1] == 0)
+    torch.testing.assert_close(masked.logits[:, :3], free.logits[:, :3])
+    assert not torch.allclose(masked.logits[:, 3], free.logits[:, 3])
+
+
+def test_difference_model_refuses_inconsistent_settings():
+    with pytest.raises(ValueError, match="projections only exist"):
+        make_difference(self_attention=False, projections=True)
+    with pytest.raises(ValueError, match="self_mask needs"):
+        make_difference(self_attention=False)(random_tokens(1, 4),
+                                              self_mask=torch.ones(4, 4, dtype=torch.bool))

@@ -215,3 +215,72 @@ def test_build_model_matches_the_settings():
     output = model(task.sample(5, seeded(0)).inputs)
     assert output.logits.shape == (5, 4, task.num_classes)
     assert output.attention["encoder-decoder"].shape == (5, 4, 6)
+
+
+# --- the difference task ---------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 12), st.integers(2, 5), st.integers(0, 2**31 - 1))
+def test_difference_targets_are_counts_then_the_first_two_counts_apart(max_len, vocab_size, seed):
+    from attnprimer.tasks import DifferenceTask
+
+    task = DifferenceTask(max_len=max_len, vocab_size=vocab_size)
+    batch = task.sample(8, seeded(seed))
+    assert batch.targets.shape == (8, vocab_size + 1)
+    for tokens, target in zip(batch.inputs, batch.targets, strict=True):
+        counts = Counter(task.decode(tokens))
+        letters = task.alphabet[1:]
+        expected = [counts[letter] for letter in letters]
+        expected.append(abs(counts[letters[0]] - counts[letters[1]]))
+        assert target.tolist() == expected
+        assert 0 <= int(target.max()) < task.num_classes
+
+
+def test_difference_on_the_primer_example():
+    from attnprimer.tasks import DifferenceTask
+
+    task = DifferenceTask()
+    assert task.targets_for(task.encode("BBBA ACABB")[None]).tolist() == [[3, 5, 1, 2]]
+    assert task.targets_for(task.encode("A AABC CB")[None]).tolist() == [[3, 2, 2, 1]]
+
+
+def test_difference_output_labels_name_the_difference():
+    from attnprimer.tasks import DifferenceTask
+
+    assert DifferenceTask(vocab_size=2).output_labels() == ["A", "B", "|A-B|"]
+    assert DifferenceTask(vocab_size=4).output_labels() == ["A", "B", "C", "D", "|A-B|"]
+
+
+def test_difference_needs_two_letters_and_projections_need_self_attention():
+    from attnprimer.tasks import DifferenceTask
+
+    with pytest.raises(ValueError, match="vocab_size >= 2"):
+        DifferenceTask(vocab_size=1)
+    with pytest.raises(ValueError, match="projections needs self_att"):
+        DifferenceTask(projections=True)
+    assert DifferenceTask(self_att=True, projections=True).projections
+
+
+@pytest.mark.parametrize("self_att, projections", [(False, False), (True, False), (True, True)])
+def test_difference_builds_the_model_its_settings_ask_for(self_att, projections):
+    from attnprimer.models import DifferenceModel
+    from attnprimer.tasks import DifferenceTask
+
+    task = DifferenceTask(hidden=8, self_att=self_att, projections=projections)
+    model = task.build_model()
+    assert isinstance(model, DifferenceModel)
+    assert (model.self_attention is not None) == self_att
+    if self_att:
+        assert model.self_attention.projections == projections
+    output = model(task.sample(3, seeded(0)).inputs)
+    assert output.logits.shape == (3, task.vocab_size + 1, task.num_classes)
+    assert ("self" in output.attention) == self_att
+
+
+def test_difference_is_registered_and_settings_round_trip():
+    from dataclasses import asdict
+
+    assert "difference" in TASKS
+    task = get_task("difference", self_att=True, hidden=16)
+    assert get_task("difference", **asdict(task)) == task

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.counting import CountingTask
+from attnprimer.tasks.difference import DifferenceTask
 
-__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "Task", "get_task"]
+__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "Task", "get_task"]
 
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
+    DifferenceTask.name: DifferenceTask,
 }
 
 
-def get_task(name: str, **settings: int) -> Task:
+def get_task(name: str, **settings: int | bool) -> Task:
     """Build the task called ``name`` with the given settings.
 
     Examples:
@@ -25,7 +27,7 @@ def get_task(name: str, **settings: int) -> Task:
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...
-        ValueError: unknown task 'sorting'; known tasks: counting
+        ValueError: unknown task 'sorting'; known tasks: counting, difference
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
