@@ -70,7 +70,7 @@ def assert_one_line_error(err: str) -> None:
 
 def train_command_in(message: str) -> list[str]:
     """The ``attnprimer train ...`` command an error message recommends, as argv words."""
-    found = re.search(r"(attnprimer train \S+(?: --\S+ \S+)*)\s*$", message)
+    found = re.search(r"(attnprimer train \S+(?: --\S+(?: [^-\s]\S*)?)*)\s*$", message)
     assert found, message
     return shlex.split(found.group(1))
 
@@ -412,3 +412,94 @@ def test_console_script(cache):
                             capture_output=True, text=True, env=_environment(cache), timeout=120)
     assert result.returncode == 2
     assert_one_line_error(result.stderr)
+
+
+# --- the difference task: boolean settings and self-attention --------------------------------
+
+DIFF_TINY = ["--steps", "20", "--hidden", "8"]
+
+
+def test_difference_with_self_attention_trains_tests_and_evaluates(run):
+    code, out, err = run("train", "difference", *DIFF_TINY, "--self-att")
+    assert code == 0, err
+    assert "|A-B|" in out
+    code, out, err = run("test", "difference", *DIFF_TINY, "--self-att", "--input", "BBBA ACABB")
+    assert code == 0, err
+    assert re.search(r"^Prediction: +A=\d+ +B=\d+ +C=\d+ +\|A-B\|=\d+$", out, re.MULTILINE)
+    assert re.search(r"^Target: +A=3 +B=5 +C=1 +\|A-B\|=2 ", out, re.MULTILINE)
+    encoder, self_attention = out.split("Self-attention over the output steps:")
+    assert encoder.count("attended mainly to input steps") == 4
+    assert self_attention.count("attended mainly to output steps") == 4
+    rows = [json.loads(line) for line in self_attention.splitlines() if line.startswith("  [")]
+    assert len(rows) == 4
+    for row in rows:
+        assert len(row) == 4
+        assert sum(row) == pytest.approx(1.0, abs=4 * 5e-4)
+    code, out, err = run("eval", "difference", *DIFF_TINY, "--self-att", "--json",
+                         "--samples", "100")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["settings"]["self_att"] is True and result["settings"]["projections"] is False
+    assert len(result["per_step"]) == 4
+
+
+def test_difference_without_self_attention_prints_no_self_attention(run):
+    assert run("train", "difference", *DIFF_TINY)[0] == 0
+    code, out, err = run("test", "difference", *DIFF_TINY, "--no-self-att")
+    assert code == 0, err
+    assert "Encoder-decoder attention:" in out
+    assert "Self-attention" not in out
+
+
+def test_self_attention_flag_selects_a_different_model(run):
+    assert run("train", "difference", *DIFF_TINY)[0] == 0
+    code, _, err = run("test", "difference", *DIFF_TINY, "--self-att")
+    assert code == 1
+    assert train_command_in(err) == ["attnprimer", "train", "difference", "--steps", "20",
+                                     "--hidden", "8", "--self-att"]
+
+
+def test_missing_model_command_carries_boolean_settings(run):
+    argv = [*DIFF_TINY, "--self-att", "--projections", "--seed", "2"]
+    code, _, err = run("test", "difference", *argv)
+    assert code == 1
+    words = train_command_in(err)
+    assert "--self-att" in words and "--projections" in words
+    assert run(*words[1:])[0] == 0
+    assert run("test", "difference", *argv)[0] == 0
+
+
+def test_projections_without_self_attention_is_a_usage_error(run):
+    code, _, err = run("train", "difference", *DIFF_TINY, "--projections")
+    assert code == 2
+    assert_one_line_error(err)
+    assert "projections needs self_att" in err
+
+
+def test_test_plot_with_self_attention_draws_both_heatmaps(run, tmp_path):
+    assert run("train", "difference", *DIFF_TINY, "--self-att")[0] == 0
+    path = tmp_path / "both.svg"
+    code, _, err = run("test", "difference", *DIFF_TINY, "--self-att", "--plot", str(path))
+    assert code == 0, err
+    assert path.read_text().lstrip().startswith("<?xml")
+
+
+def test_save_heatmap_passes_the_self_attention_on(monkeypatch, tmp_path):
+    import attnprimer.figures as figures
+    from attnprimer.cli import _save_heatmap
+    from attnprimer.tasks import DifferenceTask
+
+    received = {}
+    real = figures.plot_task_attention
+
+    def spy(*args, **kwargs):
+        received.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "plot_task_attention", spy)
+    task = DifferenceTask(hidden=8, self_att=True)
+    trained = train(task, TrainConfig(steps=2))
+    tokens = task.encode("AB")
+    attention = {"encoder-decoder": torch.full((4, 10), 0.1), "self": torch.eye(4)}
+    _save_heatmap(trained, tokens, torch.tensor([1, 1, 0, 0]), attention, tmp_path / "h.png")
+    assert torch.equal(received["self_weights"], torch.eye(4))

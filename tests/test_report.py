@@ -134,9 +134,20 @@ def test_report_names_where_each_step_looked():
 def test_report_names_the_attention():
     text = report()
     assert "Encoder-decoder attention:" in text
-    both = report(attention={"encoder-decoder": WEIGHTS, "self": WEIGHTS.flip(-1)})
-    assert "Encoder-decoder attention:" in both and "Self attention:" in both
+    self_weights = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.05, 0.5, 0.45]])
+    both = report(attention={"encoder-decoder": WEIGHTS, "self": self_weights})
+    assert "Encoder-decoder attention:" in both
+    assert "Self-attention over the output steps:" in both
     assert both.count("Output step 0 (A)") == 2
+    # Self-attention reads output steps, and says so.
+    assert "Output step 2 (C) attended mainly to output steps [1, 2]" in both
+    assert "  [0.05, 0.5, 0.45]" in both
+
+
+def test_report_names_unknown_attention_kinds_generically():
+    text = report(attention={"memory": WEIGHTS})
+    assert "Memory attention:" in text
+    assert "Output step 0 (A) attended mainly to steps [0, 4]" in text
 
 
 @pytest.mark.parametrize("target, verdict", [((2, 1, 1), "all correct"), ((2, 1, 2), "WRONG")])

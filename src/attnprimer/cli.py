@@ -139,6 +139,12 @@ def _add_setting_flags(parser: argparse.ArgumentParser, task_class: type[Task]) 
     group = parser.add_argument_group("settings (they also select the model for test and eval)")
     for field in _setting_fields(task_class):
         default = task_class.train_defaults.get(field.name, field.default)
+        if isinstance(field.default, bool):  # --self-att / --no-self-att
+            group.add_argument("--" + field.name.replace("_", "-"), default=None,
+                               action=argparse.BooleanOptionalAction,
+                               help=f"{field.metadata.get('help', '')} (default: "
+                                    f"{'on' if default else 'off'})")
+            continue
         kind = {int: _non_negative_int if field.name == "seed" else _positive_int,
                 float: _positive_float, str: str}[type(field.default)]
         choices = field.metadata.get("choices")
@@ -180,8 +186,13 @@ def _train_command(task: Task, config: TrainConfig) -> str:
     defaults.update(type(task).train_defaults)
     words = ["attnprimer", "train", task.name]
     for name, value in {**asdict(config), **asdict(task)}.items():
-        if value != defaults[name]:
-            words += ["--" + name.replace("_", "-"), str(value)]
+        flag = "--" + name.replace("_", "-")
+        if value == defaults[name]:
+            continue
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        else:
+            words += [flag, str(value)]
     return " ".join(words)
 
 
@@ -220,7 +231,10 @@ def _train(args: argparse.Namespace) -> int:
 
 def _train_site_models(args: argparse.Namespace) -> int:
     from attnprimer.figures import SITE_MODELS
+    from attnprimer.train import train_missing
 
+    for task, config in train_missing(SITE_MODELS.values()):
+        print(f"trained: {_train_command(task, config)}")
     for label, (task, config) in SITE_MODELS.items():
         trained = get_trained(task, config, progress=True)
         print(f"{label}: {_accuracy_line(trained, evaluate(trained))}")
@@ -261,7 +275,8 @@ def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:
     matplotlib.use("Agg")
     from attnprimer.figures import plot_task_attention, save_figure
 
-    figure = plot_task_attention(trained.task, tokens, prediction, attention["encoder-decoder"])
+    figure = plot_task_attention(trained.task, tokens, prediction, attention["encoder-decoder"],
+                                 self_weights=attention.get("self"))
     try:
         save_figure(figure, path)
     except (OSError, ValueError) as error:
@@ -294,6 +309,11 @@ def _figures(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.names) - set(FIGURES))
     if unknown:
         raise UsageError(f"unknown figure {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    if not args.names:
+        from attnprimer.figures import SITE_MODELS
+        from attnprimer.train import train_missing
+
+        train_missing(SITE_MODELS.values())
     for path in render_all(args.out, names=args.names or None, force=True):
         print(path)
     return 0

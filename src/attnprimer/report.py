@@ -74,14 +74,22 @@ def attention_report(
         verdict = "all correct" if torch.equal(prediction, target) else "WRONG"
         lines.append("Target:      " + _assignments(labels, target) + f"   ({verdict})")
     for name, weights in attention.items():
-        lines += ["", f"{name.capitalize()} attention:"]
+        heading, keys = _KINDS.get(name, (f"{name.capitalize()} attention", "steps"))
+        lines += ["", f"{heading}:"]
         for step, row in enumerate(weights):
             lines.append(
-                f"Output step {step} ({labels[step]}) attended mainly to input steps "
+                f"Output step {step} ({labels[step]}) attended mainly to {keys} "
                 f"{attended_mainly(row)}"
             )
             lines.append("  " + str([round(float(weight), 3) for weight in row]))
     return "\n".join(lines)
+
+
+# How each kind of attention is introduced, and what its keys are.
+_KINDS = {
+    "encoder-decoder": ("Encoder-decoder attention", "input steps"),
+    "self": ("Self-attention over the output steps", "output steps"),
+}
 
 
 def _assignments(labels: list[str], values: torch.Tensor) -> str:
