@@ -80,3 +80,10 @@ def train(session: nox.Session) -> None:
     """Train and cache every model the site uses, printing held-out accuracy."""
     install(session)
     session.run("attnprimer", "train", "all", *session.posargs)
+
+
+@nox.session(python="3.11", default=False)
+def bench(session: nox.Session) -> None:
+    """Print the time and peak memory of attention against the sequence length on this machine."""
+    install(session)
+    session.run("python", "-m", "attnprimer.cost", *session.posargs)

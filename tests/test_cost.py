@@ -1,0 +1,60 @@
+"""The cost measurement: what it measures, and the growth it reports."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from attnprimer import cost
+from attnprimer.cost import IMPLEMENTATIONS, measure_attention_cost, measure_in_fresh_process
+
+LINUX = sys.platform.startswith("linux")
+
+
+def test_the_implementations_compute_the_same_context():
+    generator = torch.Generator().manual_seed(0)
+    query, key, value = (torch.randn(1, 4, 33, 16, generator=generator) for _ in range(3))
+    ours, fused = (function(query, key, value) for function in IMPLEMENTATIONS.values())
+    torch.testing.assert_close(ours, fused, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
+def test_peak_memory_sees_a_large_allocation():
+    size = 64 * 2**20  # 64 MiB of float32
+    peak = cost.peak_memory(lambda: torch.ones(size // 4).sum())
+    assert peak is not None and peak >= 0.9 * size
+
+
+def test_peak_memory_is_none_where_it_cannot_be_measured(monkeypatch):
+    monkeypatch.setattr(cost.sys, "platform", "darwin")
+    assert cost.peak_memory(lambda: None) is None
+
+
+def test_measure_returns_one_point_per_implementation_and_length():
+    points = measure_attention_cost(lengths=(16, 32), repeats=2, heads=2, head_dim=8)
+    assert [(point.implementation, point.length) for point in points] == [
+        (name, length) for name in IMPLEMENTATIONS for length in (16, 32)]
+    assert all(point.seconds > 0 for point in points)
+
+
+@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
+def test_our_memory_grows_quadratically_and_the_fused_kernels_does_not():
+    points = measure_in_fresh_process(lengths=(1024, 2048), repeats=1)
+    peaks = {(point.implementation, point.length): point.peak_bytes for point in points}
+    ours, fused = IMPLEMENTATIONS
+    heads = 4
+    # Scores and weights, each (1, H, L, L) float32, exist at the same time.
+    assert peaks[ours, 2048] >= 0.9 * 2 * heads * 2048**2 * 4
+    assert peaks[ours, 2048] >= 3 * peaks[ours, 1024]
+    assert peaks[fused, 2048] < 2.5 * max(peaks[fused, 1024], 1)
+    assert peaks[fused, 2048] < peaks[ours, 2048] / 10
+
+
+def test_the_module_prints_a_table(capsys, monkeypatch):
+    monkeypatch.setattr(cost, "_exact_allocator", lambda: None)  # leave this process's malloc be
+    assert cost._main(["--lengths", "16", "32", "--repeats", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("B=1, H=4, Dh=64")
+    assert len(lines) == 2 + 2 * len(IMPLEMENTATIONS)
