@@ -26,3 +26,24 @@ def float_tol(float_dtype: torch.dtype) -> dict[str, float]:
 def generator() -> torch.Generator:
     """A freshly seeded CPU generator, so each test draws the same tensors every run."""
     return torch.Generator().manual_seed(20240521)
+
+
+@pytest.fixture(scope="session")
+def site_models():
+    """The site's trained models, by label: from the real cache, training what it lacks first.
+
+    Missing models train in parallel (one per CPU), exactly as the docs build trains them, so
+    the claims tests check the very models the pages show.
+    """
+    from attnprimer.figures import SITE_MODELS
+    from attnprimer.train import TrainedModel, get_trained, train_missing
+
+    train_missing(SITE_MODELS.values())
+    loaded: dict[str, TrainedModel] = {}
+
+    def get(label: str) -> TrainedModel:
+        if label not in loaded:
+            loaded[label] = get_trained(*SITE_MODELS[label])
+        return loaded[label]
+
+    return get

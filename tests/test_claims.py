@@ -36,7 +36,7 @@ def _is_default_counting(task, config) -> bool:
     return task == CountingTask() and config == defaults
 
 
-COUNTING = [label for label, (task, _) in SITE_MODELS.items() if isinstance(task, CountingTask)]
+COUNTING = [label for label, (task, _) in SITE_MODELS.items() if type(task) is CountingTask]
 DEFAULT_COUNTING = [label for label in COUNTING if _is_default_counting(*SITE_MODELS[label])]
 OTHER_COUNTING = [label for label in COUNTING if label not in DEFAULT_COUNTING]
 SHOWN = "counting, seed 0"
@@ -44,17 +44,9 @@ SHOWN = "counting, seed 0"
 
 
 @pytest.fixture(scope="module")
-def site_model():
-    """Each site model, loaded from the cache (or trained into it) once for the module."""
-    loaded: dict[str, TrainedModel] = {}
-
-    def get(label: str) -> TrainedModel:
-        if label not in loaded:
-            task, config = SITE_MODELS[label]
-            loaded[label] = get_trained(task, config)
-        return loaded[label]
-
-    return get
+def site_model(site_models):
+    """Each site model, loaded from the cache (or trained into it) once."""
+    return site_models
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,7 @@ def assert_labelled(figure: Figure) -> None:
     labelled: the label is printed once, on the left.
     """
     assert isinstance(figure, Figure)
-    panels = main_axes(figure)
+    panels = [axes for axes in main_axes(figure) if axes.get_visible()]
     assert panels
     for axes in panels:
         assert axes.get_xlabel().strip(), f"no x label on {axes.get_title()!r}"
@@ -378,3 +378,123 @@ def test_the_label_check_catches_an_unlabelled_panel():
     assert main_axes(figure) == [left, right]
     with pytest.raises(AssertionError, match="colorbar"):
         assert_labelled(figure)
+
+
+# --- the self-attention chapter's plots ------------------------------------------------------
+
+
+def test_plot_task_attention_with_self_attention_draws_two_panels_on_one_scale():
+    from attnprimer.tasks import DifferenceTask
+
+    task = DifferenceTask()
+    tokens = task.encode("BBBA ACABB")
+    figure = plot_task_attention(task, tokens, torch.tensor([3, 5, 1, 2]),
+                                 softmax_rows(4, 10), self_weights=softmax_rows(4, 4, seed=1))
+    assert_labelled(figure)
+    left, right = main_axes(figure)
+    assert [left.get_title(), right.get_title()] == ["encoder-decoder attention", "self-attention"]
+    assert [image.get_clim() for image in images(figure)] == [(0.0, 1.0), (0.0, 1.0)]
+    assert [label.get_text() for label in left.get_yticklabels()] == [
+        "A = 3", "B = 5", "C = 1", "|A-B| = 2"]
+    assert [label.get_text() for label in right.get_xticklabels()] == [
+        "A\n0", "B\n1", "C\n2", "|A-B|\n3"]
+    assert len(colorbar_axes(figure)) == 1
+
+
+def test_plot_accuracy_curves_shows_mean_and_range_per_variant():
+    from attnprimer.figures import plot_accuracy_curves
+
+    runs = [{"held_out_step": [100, 200, 300], "held_out_exact_match": values}
+            for values in ([0.2, 0.5, 0.9], [0.4, 0.7, 1.0])]
+    figure = plot_accuracy_curves({"variant": runs})
+    assert_labelled(figure)
+    left, right = main_axes(figure)
+    mean = left.get_lines()[0].get_ydata()
+    assert list(mean) == pytest.approx([0.3, 0.6, 0.95])
+    assert right.get_yscale() == "log"
+    assert min(right.get_lines()[0].get_ydata()) > 0  # a perfect run is floored, not log(0)
+    assert "variant (2 seeds)" in [text.get_text() for text in left.get_legend().get_texts()]
+
+
+def test_plot_difference_profile_has_a_line_per_step_and_seed():
+    from attnprimer.figures import plot_difference_profile
+
+    rows = softmax_rows(3, 4)
+    figure = plot_difference_profile([([-1, 0, 1], rows), ([-1, 0, 1], rows)],
+                                     ["A", "B", "C", "|A-B|"])
+    assert_labelled(figure)
+    (axes,) = main_axes(figure)
+    assert len(axes.get_lines()) == 4 * 2 + 1  # steps x seeds, plus the zero line
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == [
+        "step A", "step B", "step C", "itself"]
+
+
+def test_plot_attention_grid_hides_unused_panels():
+    from attnprimer.figures import plot_attention_grid
+
+    figure = plot_attention_grid({f"m{i}": torch.eye(3) for i in range(4)}, ["x", "y", "z"],
+                                 columns=3)
+    visible = [axes for axes in main_axes(figure) if axes.get_visible()]
+    assert [axes.get_title() for axes in visible] == ["m0", "m1", "m2", "m3"]
+    for axes in visible:
+        assert axes.get_xlabel() and axes.get_ylabel()
+    assert all(image.get_clim() == (0.0, 1.0) for image in images(figure))
+
+
+def test_plot_attention_patterns_rows_sum_to_one_and_masks_hold():
+    from attnprimer.figures import plot_attention_patterns
+
+    figure = plot_attention_patterns(length=8, window=2, padding=3)
+    assert_labelled(figure)
+    panels = {axes.get_title(): axes.images[0].get_array() for axes in main_axes(figure)
+              if axes.get_visible()}
+    assert len(panels) == 5
+    for title, weights in panels.items():
+        assert list(weights.sum(axis=1)) == pytest.approx([1.0] * 8, abs=1e-6), title
+    assert (panels["padding (last 3 keys)"][:, 5:] == 0).all()
+    causal = panels["causal"]
+    assert all(causal[i, j] == 0 for i in range(8) for j in range(i + 1, 8))
+    local = panels["local (|i - j| <= 2)"]
+    assert all(local[i, j] == 0 for i in range(8) for j in range(8) if abs(i - j) > 2)
+    assert set(panels["hard (argmax)"].flatten().tolist()) == {0.0, 1.0}
+
+
+def test_plot_causal_demo_leaves_the_past_untouched_only_with_the_mask():
+    from attnprimer.figures import plot_causal_demo
+
+    figure = plot_causal_demo(length=10, changed_from=6)
+    assert_labelled(figure)
+    (axes,) = main_axes(figure)
+    unmasked, causal = (container for container in axes.containers)
+    unmasked = [bar.get_height() for bar in unmasked]
+    causal = [bar.get_height() for bar in causal]
+    assert all(height == 0.0 for height in causal[:6])  # exactly zero, not just small
+    assert all(height > 0 for height in causal[6:])
+    assert all(height > 0 for height in unmasked)
+
+
+def test_plot_attention_cost_reports_measured_slopes():
+    from attnprimer.cost import CostPoint
+    from attnprimer.figures import plot_attention_cost
+
+    points = [CostPoint("quadratic", length, 1e-6 * length**2, 8 * length**2)
+              for length in (64, 128, 256)]
+    points += [CostPoint("linear", length, 1e-6 * length**2, 8 * length) for length in (64, 128, 256)]
+    figure = plot_attention_cost(points)
+    assert_labelled(figure)
+    time_panel, memory_panel = main_axes(figure)
+    memory_labels = [text.get_text() for text in memory_panel.get_legend().get_texts()]
+    assert "quadratic (slope 2.0)" in memory_labels
+    assert "linear (slope 1.0)" in memory_labels
+    assert time_panel.get_xscale() == "log" and memory_panel.get_yscale() == "log"
+
+
+def test_plot_attention_cost_leaves_out_unmeasured_memory():
+    from attnprimer.cost import CostPoint
+    from attnprimer.figures import plot_attention_cost
+
+    points = [CostPoint("a", length, 1e-3 * length, None) for length in (8, 16, 32)]
+    figure = plot_attention_cost(points)
+    _, memory_panel = main_axes(figure)
+    labels = [text.get_text() for text in memory_panel.get_legend().get_texts()]
+    assert labels == ["a"]  # no slope, no guides: nothing was measured

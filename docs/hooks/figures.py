@@ -28,7 +28,8 @@ matplotlib.use("Agg")  # select the backend in code: the environment may say oth
 from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from attnprimer.figures import render_all  # noqa: E402
+from attnprimer.figures import SITE_MODELS, render_all  # noqa: E402
+from attnprimer.train import train_missing  # noqa: E402
 
 GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
 SITE_FOLDER = "figures"
@@ -39,6 +40,9 @@ log = logging.getLogger("mkdocs.hooks.figures")
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     out_dir = Path(config.config_file_path).resolve().parent / GENERATED
     started = time.perf_counter()
+    trained = train_missing(SITE_MODELS.values())  # a cold cache fills on every CPU at once
+    if trained:
+        log.info("figures: trained %d models in %.1f s", len(trained), time.perf_counter() - started)
     paths = render_all(out_dir)
     for path in paths:
         if path.suffix == ".svg":

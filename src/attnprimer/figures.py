@@ -17,6 +17,7 @@ the files on disk are always the same.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -30,9 +31,10 @@ from matplotlib.figure import Figure
 
 from attnprimer.additive import AdditiveScore
 from attnprimer.attention import masked_softmax
+from attnprimer.cost import CostPoint
 from attnprimer.dot_product import GeneralScore, dot_scores
 from attnprimer.report import attention_report
-from attnprimer.tasks import BLANK, CountingTask, Task
+from attnprimer.tasks import BLANK, CountingTask, DifferenceTask, Task
 from attnprimer.train import (
     TrainConfig,
     TrainedModel,
@@ -46,8 +48,17 @@ from attnprimer.train import (
 __all__ = [
     "FIGURES",
     "SITE_MODELS",
+    "DIFFERENCE_VARIANTS",
     "Recipe",
+    "difference_label",
+    "draw_attention",
+    "plot_accuracy_curves",
     "plot_attention",
+    "plot_attention_cost",
+    "plot_attention_grid",
+    "plot_attention_patterns",
+    "plot_causal_demo",
+    "plot_difference_profile",
     "own_letter_mass",
     "plot_cosine_vs_dot",
     "plot_own_letter_mass",
@@ -95,37 +106,62 @@ def plot_attention(
         >>> figure.axes[0].get_xlabel()
         'key (input step)'
     """
-    weights = torch.as_tensor(weights).detach().float()
-    if weights.dim() != 2 or weights.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(
-            f"weights must be (L, S) = ({len(query_labels)}, {len(key_labels)}) to match the "
-            f"labels, got {tuple(weights.shape)}"
-        )
+    weights = _check_weights(weights, query_labels, key_labels)
     rows, cols = weights.shape
     figure = Figure(figsize=(1.2 + 0.55 * cols + 1.2, 1.0 + 0.5 * rows + 0.6), layout="constrained")
     axes = figure.add_subplot()
-    image = axes.imshow(weights.numpy(), cmap=HEATMAP, vmin=0.0, vmax=1.0, aspect="auto")
-    axes.set_xticks(range(cols), key_labels)
-    axes.set_yticks(range(rows), query_labels)
+    image = draw_attention(axes, weights, query_labels, key_labels, annotate=annotate)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     if title:
         axes.set_title(title)
+    _weight_colorbar(figure, image, axes)
+    return figure
+
+
+def draw_attention(axes, weights: torch.Tensor, query_labels: list[str], key_labels: list[str],
+                   *, annotate: bool = True):
+    """Draw weights (L, S) into ``axes`` on the [0, 1] scale; returns the image (for a colorbar)."""
+    weights = _check_weights(weights, query_labels, key_labels)
+    rows, cols = weights.shape
+    image = axes.imshow(weights.numpy(), cmap=HEATMAP, vmin=0.0, vmax=1.0, aspect="auto")
+    axes.set_xticks(range(cols), key_labels)
+    axes.set_yticks(range(rows), query_labels)
     if annotate:
         for row in range(rows):
             for col in range(cols):
                 value = float(weights[row, col])
                 axes.text(col, row, f"{value:.2f}".lstrip("0"), ha="center", va="center",
                           fontsize=8, color="white" if value > 0.55 else "black")
+    return image
+
+
+def _check_weights(weights, query_labels, key_labels) -> torch.Tensor:
+    weights = torch.as_tensor(weights).detach().float()
+    if weights.dim() != 2 or weights.shape != (len(query_labels), len(key_labels)):
+        raise ValueError(
+            f"weights must be (L, S) = ({len(query_labels)}, {len(key_labels)}) to match the "
+            f"labels, got {tuple(weights.shape)}"
+        )
+    return weights
+
+
+def _weight_colorbar(figure: Figure, image, axes) -> None:
     colorbar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
     colorbar.set_label("attention weight")
-    return figure
 
 
 def plot_task_attention(
-    task: Task, tokens: torch.Tensor, prediction: torch.Tensor, weights: torch.Tensor
+    task: Task,
+    tokens: torch.Tensor,
+    prediction: torch.Tensor,
+    weights: torch.Tensor,
+    self_weights: torch.Tensor | None = None,
 ) -> Figure:
     """A task model's encoder-decoder attention (T, S) with tokens and predictions as labels.
+
+    With ``self_weights`` (T, T), the self-attention over the output steps is
+    drawn to the right, on the same colour scale.
 
     Examples:
         >>> task = CountingTask(max_len=4)
@@ -138,10 +174,28 @@ def plot_task_attention(
                   for step, char in enumerate(task.decode(tokens))]
     query_labels = [f"{label} = {int(value)}"
                     for label, value in zip(task.output_labels(), prediction, strict=True)]
-    return plot_attention(
-        weights, query_labels, key_labels,
-        xlabel="input token and step (_ = blank)", ylabel="output step: prediction",
+    if self_weights is None:
+        return plot_attention(
+            weights, query_labels, key_labels,
+            xlabel="input token and step (_ = blank)", ylabel="output step: prediction",
+        )
+    steps = len(query_labels)
+    figure = Figure(figsize=(1.6 + 0.55 * (len(key_labels) + steps) + 2.2, 1.6 + 0.5 * steps),
+                    layout="constrained")
+    left, right = figure.subplots(
+        1, 2, sharey=True, gridspec_kw={"width_ratios": [len(key_labels), steps]}
     )
+    draw_attention(left, weights, query_labels, key_labels)
+    left.set_xlabel("input token and step (_ = blank)")
+    left.set_ylabel("output step: prediction")
+    left.set_title("encoder-decoder attention")
+    step_labels = [f"{label}\n{step}" for step, label in enumerate(task.output_labels())]
+    image = draw_attention(right, self_weights, query_labels, step_labels)
+    right.tick_params(labelleft=False)
+    right.set_xlabel("output step read")
+    right.set_title("self-attention")
+    _weight_colorbar(figure, image, [left, right])
+    return figure
 
 
 def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Figure:
@@ -354,6 +408,249 @@ def plot_training(history: dict[str, list[float]], title: str | None = None) -> 
     return figure
 
 
+def plot_accuracy_curves(histories: dict[str, list[dict[str, list[float]]]]) -> Figure:
+    """Held-out exact match against the training step: mean and range over seeds, per variant.
+
+    Left, the accuracy itself; right, the error (1 - exact match) on a log
+    scale, where the last fraction of a percent is visible.
+
+    Args:
+        histories: variant label -> the training histories of its seeds.
+
+    Examples:
+        >>> history = {"held_out_step": [100, 200], "held_out_exact_match": [0.5, 0.9]}
+        >>> figure = plot_accuracy_curves({"a": [history, history]})
+        >>> [axes.get_ylabel() for axes in figure.axes]
+        ['held-out exact match', 'held-out error (1 - exact match)']
+    """
+    figure = Figure(figsize=(10, 3.8), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    colours = [GREY, BLUE, ORANGE, GREEN]
+    for colour, (label, runs) in zip(colours, histories.items()):
+        steps = np.asarray(runs[0]["held_out_step"])
+        accuracy = np.asarray([run["held_out_exact_match"] for run in runs])  # (seeds, points)
+        error = np.clip(1 - accuracy, 1e-4, None)  # 1e-4: one miss in 10,000, the floor
+        name = f"{label} ({len(runs)} seeds)"
+        for axes, values in ((left, accuracy), (right, error)):
+            axes.fill_between(steps, values.min(0), values.max(0), color=colour, alpha=0.2, lw=0)
+            axes.plot(steps, values.mean(0), color=colour, lw=1.5, label=name)
+    left.set_ylim(0, 1.01)
+    left.set_ylabel("held-out exact match")
+    right.set_yscale("log")
+    right.set_ylabel("held-out error (1 - exact match)")
+    for axes in (left, right):
+        axes.set_xlabel("training step")
+        axes.grid(alpha=0.3)
+    left.legend(fontsize=8, loc="lower right")
+    return figure
+
+
+def plot_difference_profile(
+    profiles: list[tuple[list[int], torch.Tensor]], step_labels: list[str]
+) -> Figure:
+    """Where the difference step's self-attention goes, against count(A) - count(B).
+
+    Args:
+        profiles: one ``(differences, rows)`` per seed, as returned by
+            [`difference_step_profile`][attnprimer.analysis.difference_step_profile].
+        step_labels: names of the output steps, e.g. ``["A", "B", "C", "|A-B|"]``.
+
+    Examples:
+        >>> rows = torch.tensor([[0.1, 0.6, 0.0, 0.3], [0.6, 0.1, 0.0, 0.3]])
+        >>> figure = plot_difference_profile([([-1, 1], rows)], ["A", "B", "C", "|A-B|"])
+        >>> figure.axes[0].get_xlabel()
+        'count(A) - count(B)'
+    """
+    figure = Figure(figsize=(7, 3.8), layout="constrained")
+    axes = figure.add_subplot()
+    colours = [ORANGE, BLUE, GREY, GREEN]
+    styles = ["-", "--", ":"]
+    for seed, (differences, rows) in enumerate(profiles):
+        for step, (label, colour) in enumerate(zip(step_labels, colours, strict=True)):
+            name = "itself" if step == len(step_labels) - 1 else f"step {label}"
+            axes.plot(differences, rows[:, step].numpy(), color=colour, marker=".",
+                      ls=styles[seed % len(styles)], label=name if seed == 0 else None)
+    axes.axvline(0, color=GREY, lw=0.6)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("count(A) - count(B)")
+    axes.set_ylabel("weight the difference step puts on...")
+    axes.legend(fontsize=8, loc="upper center", ncols=len(step_labels))
+    if len(profiles) > 1:
+        seeds = ", ".join(str(seed) for seed in range(len(profiles)))
+        axes.set_title(f"mean over held-out sequences; solid, dashed, dotted: seeds {seeds}",
+                       fontsize=9)
+    return figure
+
+
+def plot_attention_grid(
+    matrices: dict[str, torch.Tensor], step_labels: list[str], *, columns: int = 3
+) -> Figure:
+    """Several (T, T) self-attention matrices side by side on one [0, 1] colour scale.
+
+    Examples:
+        >>> figure = plot_attention_grid({"a": torch.eye(2), "b": torch.eye(2)}, ["x", "y"])
+        >>> [axes.get_title() for axes in figure.axes[:2]]
+        ['a', 'b']
+    """
+    rows = math.ceil(len(matrices) / columns)
+    size = len(step_labels)
+    figure = Figure(figsize=(0.9 + columns * (0.55 * size + 1.0), 0.6 + rows * (0.5 * size + 1.0)),
+                    layout="constrained")
+    grid = np.atleast_2d(figure.subplots(rows, columns, squeeze=False))
+    image = None
+    for index, axes in enumerate(grid.flat):
+        if index >= len(matrices):
+            axes.set_visible(False)
+            continue
+        title, weights = list(matrices.items())[index]
+        image = draw_attention(axes, weights, step_labels, step_labels)
+        axes.set_title(title, fontsize=9)
+        axes.set_ylabel("output step")
+        axes.set_xlabel("output step read")
+    _weight_colorbar(figure, image, list(grid.flat))
+    return figure
+
+
+def plot_attention_patterns(length: int = 8, window: int = 2, padding: int = 3, seed: int = 0) -> Figure:
+    """One set of random self-attention scores under soft, hard, padded, causal and local attention.
+
+    Examples:
+        >>> [axes.get_title() for axes in plot_attention_patterns().axes[:2]]
+        ['soft, global', 'hard (argmax)']
+    """
+    from attnprimer.masks import causal_mask, local_mask, padding_mask
+
+    generator = torch.Generator().manual_seed(seed)
+    scores = 1.5 * torch.randn(length, length, generator=generator)  # (L, L)
+    soft = masked_softmax(scores)
+    hard = torch.nn.functional.one_hot(scores.argmax(-1), length).float()
+    pad = padding_mask([length - padding], length)  # (1, S): the last `padding` keys are padding
+    panels = {
+        "soft, global": soft,
+        "hard (argmax)": hard,
+        f"padding (last {padding} keys)": masked_softmax(scores, pad),
+        "causal": masked_softmax(scores, causal_mask(length)),
+        f"local (|i - j| <= {window})": masked_softmax(scores, local_mask(length, window)),
+    }
+    figure = Figure(figsize=(9, 6.2), layout="constrained")
+    grid = figure.subplots(2, 3)
+    for index, axes in enumerate(grid.flat):
+        if index >= len(panels):
+            axes.set_visible(False)
+            continue
+        title, weights = list(panels.items())[index]
+        image = axes.imshow(weights.numpy(), cmap=HEATMAP, vmin=0, vmax=1)
+        axes.set_title(title, fontsize=10)
+        axes.set_xticks(range(length))
+        axes.set_yticks(range(length))
+        axes.set_xlabel("key position j")
+        axes.set_ylabel("query position i")
+    _weight_colorbar(figure, image, list(grid.flat))
+    return figure
+
+
+def plot_causal_demo(length: int = 10, changed_from: int = 6, dim: int = 16, seed: int = 0) -> Figure:
+    """Change the inputs from one position on; see which outputs of self-attention move.
+
+    A randomly initialised 2-head [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention]
+    runs on a sequence and on a copy whose positions ``changed_from`` and
+    later are replaced. Bars show how far each position's output moved, with
+    and without a causal mask.
+
+    Examples:
+        >>> figure = plot_causal_demo()
+        >>> figure.axes[0].get_xlabel()
+        'position'
+    """
+    from attnprimer.masks import causal_mask
+    from attnprimer.multihead import MultiHeadAttention
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        attention = MultiHeadAttention(dim, num_heads=2)
+    x = torch.randn(1, length, dim, generator=generator)  # (B, L, D)
+    changed = x.clone()
+    changed[:, changed_from:] = torch.randn(1, length - changed_from, dim, generator=generator)
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    axes = figure.add_subplot()
+    positions = np.arange(length)
+    with torch.no_grad():
+        for offset, (label, mask, colour) in enumerate((
+            ("no mask", None, ORANGE),
+            ("causal mask", causal_mask(length), BLUE),
+        )):
+            moved = (attention(changed, mask=mask)[0] - attention(x, mask=mask)[0])  # (1, L, D)
+            size = moved[0].abs().amax(dim=-1).numpy()  # (L,) largest change per position
+            axes.bar(positions + (offset - 0.5) * 0.4, size, width=0.4, color=colour, label=label)
+    axes.axvspan(changed_from - 0.5, length - 0.5, color=GREY, alpha=0.12, lw=0)
+    axes.text(changed_from - 0.4, axes.get_ylim()[1] * 0.92, "inputs changed here", fontsize=8)
+    axes.set_xticks(positions)
+    axes.set_xlabel("position")
+    axes.set_ylabel("largest change of the output")
+    axes.legend(fontsize=8, loc="upper left")
+    return figure
+
+
+def plot_attention_cost(points: Iterable[CostPoint]) -> Figure:
+    """Time and peak memory of attention against the sequence length, log-log.
+
+    On log-log axes a cost proportional to L^k is a straight line of slope k;
+    each legend entry gives the slope fitted to the three longest sequences. Grey guides show slopes 2 (dashed) and 1 (dotted). Points with
+    no measurable memory are left out.
+
+    Args:
+        points: the measurements, as made by [`measure_attention_cost`][attnprimer.cost.measure_attention_cost].
+
+    Examples:
+        >>> points = [CostPoint("a", 8, 1e-3, 2**20), CostPoint("a", 16, 4e-3, 2**22)]
+        >>> figure = plot_attention_cost(points)
+        >>> [axes.get_ylabel() for axes in figure.axes]
+        ['time per call (ms)', 'peak extra memory (MiB)']
+        >>> [text.get_text() for text in figure.axes[0].get_legend().get_texts()][0]
+        'a (slope 2.0)'
+    """
+    points = list(points)
+    figure = Figure(figsize=(10, 3.8), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    names = list(dict.fromkeys(point.implementation for point in points))
+    anchors = {}
+    for colour, name in zip((ORANGE, BLUE, GREEN), names):
+        mine = sorted((point for point in points if point.implementation == name),
+                      key=lambda point: point.length)
+        lengths = np.asarray([point.length for point in mine], dtype=float)
+        series = {
+            left: np.asarray([point.seconds * 1e3 for point in mine]),
+            right: np.asarray([np.nan if not point.peak_bytes else point.peak_bytes / 2**20
+                               for point in mine]),
+        }
+        for axes, values in series.items():
+            slope = _log_log_slope(lengths[-3:], values[-3:])
+            label = name if not np.isfinite(slope) else f"{name} (slope {slope:.1f})"
+            axes.plot(lengths, values, color=colour, marker="o", label=label)
+            anchors.setdefault(axes, (lengths, values[-1]))
+    for axes, (lengths, top) in anchors.items():
+        if np.isfinite(top):
+            for power, style, label in ((2, "--", "∝ L²"), (1, ":", "∝ L")):
+                axes.plot(lengths, top * (lengths / lengths[-1]) ** power, color=GREY, ls=style,
+                          lw=0.9, label=label)
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length L")
+        axes.grid(alpha=0.3, which="both")
+        axes.legend(fontsize=8, loc="upper left")
+    left.set_ylabel("time per call (ms)")
+    right.set_ylabel("peak extra memory (MiB)")
+    return figure
+
+
+def _log_log_slope(lengths: np.ndarray, values: np.ndarray) -> float:
+    """Least-squares slope of log(values) against log(lengths); NaN if any value is missing."""
+    if len(values) < 2 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        return float("nan")
+    return float(np.polyfit(np.log(lengths), np.log(values), 1)[0])
+
+
 # --- saving ----------------------------------------------------------------------------------
 
 
@@ -378,12 +675,28 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
 # --- the site's models -----------------------------------------------------------------------
 
 
-def _counting(seed: int) -> tuple[Task, TrainConfig]:
-    return CountingTask(), TrainConfig(**{**CountingTask.train_defaults, "seed": seed})
+SEEDS = (0, 1, 2)
+"""The training seeds of every model the site compares across seeds."""
+
+DIFFERENCE_VARIANTS: dict[str, dict[str, bool]] = {
+    "no self-attention": {},
+    "self-attention": {"self_att": True},
+    "self-attention with W_q, W_k, W_v": {"self_att": True, "projections": True},
+}
+"""The difference models the self-attention chapter compares, by label: their task settings."""
+
+
+def _default(task: Task, seed: int) -> tuple[Task, TrainConfig]:
+    return task, TrainConfig(**{**type(task).train_defaults, "seed": seed})
+
+
+def difference_label(variant: str, seed: int) -> str:
+    """The [`SITE_MODELS`][attnprimer.figures.SITE_MODELS] label of a difference model."""
+    return f"difference, {variant}, seed {seed}"
 
 
 SITE_MODELS: dict[str, tuple[Task, TrainConfig]] = {
-    **{f"counting, seed {seed}": _counting(seed) for seed in (0, 1, 2)},
+    **{f"counting, seed {seed}": _default(CountingTask(), seed) for seed in SEEDS},
     # The original primer's recipe: 2000 steps at a constant learning rate of 1e-2.
     "counting, original recipe": (
         CountingTask(), TrainConfig(steps=2000, lr=1e-2, schedule="constant", seed=0)
@@ -391,8 +704,17 @@ SITE_MODELS: dict[str, tuple[Task, TrainConfig]] = {
 }
 """Every trained model the site shows, by label (``attnprimer train all`` trains them)."""
 
+SITE_MODELS.update({
+    difference_label(variant, seed): _default(DifferenceTask(**settings), seed)
+    for variant, settings in DIFFERENCE_VARIANTS.items()
+    for seed in SEEDS
+})
+
 COUNTING_EXAMPLE = "AACCB CCCB"
 """The counting example of the original primer's README, shown on the QKV page."""
+
+DIFFERENCE_EXAMPLE = "BBBA ACABB"
+"""The example of the original primer's difference README (with self-attention)."""
 
 
 def _trained(label: str) -> TrainedModel:
@@ -508,7 +830,6 @@ def _counting_accuracy() -> str:
     labels = [label for label in SITE_MODELS if label.startswith("counting")]
     first = _trained(labels[0])
     letters = first.task.output_labels()
-    header = "| model | exact match | " + " | ".join(f"count of {l}" for l in letters) + " |"
     header = "| model | training | exact match | " + " | ".join(
         f"count of {letter}" for letter in letters) + " |"
     lines = [header, "|---|---|--:|" + "--:|" * len(letters)]
@@ -525,6 +846,259 @@ def _counting_accuracy() -> str:
         f"that no training batch comes from; batches of {first.config.batch_size} sequences, Adam.",
     ]
     return "\n".join(lines).replace("%", r"&nbsp;%") + "\n"
+
+
+# --- the self-attention chapter ----------------------------------------------------------------
+
+
+def _difference_models(variant: str) -> list[TrainedModel]:
+    return [_trained(difference_label(variant, seed)) for seed in SEEDS]
+
+
+def _percent(value: float) -> str:
+    return f"{value:.2%}".replace("%", "&nbsp;%")
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (``|A-B|`` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+@_recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
+def _difference_accuracy() -> str:
+    first = _trained(difference_label("self-attention", SEEDS[0]))
+    labels = first.task.output_labels()
+    lines = [
+        "| model | seed | exact match | " + " | ".join(map(_cell, labels)) + " |",
+        "|---|--:|--:|" + "--:|" * len(labels),
+    ]
+    summary = []
+    for variant in DIFFERENCE_VARIANTS:
+        results = [evaluate(trained) for trained in _difference_models(variant)]
+        for seed, result in zip(SEEDS, results, strict=True):
+            steps = " | ".join(_percent(accuracy) for accuracy in result.per_step)
+            lines.append(f"| {variant} | {seed} | **{_percent(result.exact_match)}** | {steps} |")
+        exact = np.asarray([result.exact_match for result in results])
+        summary.append(f"{variant}: mean {_percent(exact.mean())}, "
+                       f"from {_percent(exact.min())} to {_percent(exact.max())}")
+    lines += [
+        "",
+        f"Exact match: all {len(labels)} outputs right. Each model scored on "
+        f"{results[0].samples:,} held-out sequences; trained {first.config.steps:,} steps, "
+        f"batches of {first.config.batch_size}, Adam from lr {first.config.lr:g} with "
+        f"{first.config.schedule} decay. Over the seeds: " + "; ".join(summary) + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@_recipe("difference_training", "held-out exact match while training, per variant, over seeds")
+def _difference_training() -> Figure:
+    return plot_accuracy_curves({
+        variant: [trained.history for trained in _difference_models(variant)]
+        for variant in DIFFERENCE_VARIANTS
+    })
+
+
+def _difference_example(variant: str):
+    trained = _trained(difference_label(variant, SEEDS[0]))
+    tokens = trained.task.encode(DIFFERENCE_EXAMPLE)
+    return (trained.task, tokens, *predict_one(trained.model, tokens))
+
+
+def _difference_heatmap(variant: str) -> Figure:
+    task, tokens, prediction, attention = _difference_example(variant)
+    return plot_task_attention(task, tokens, prediction, attention["encoder-decoder"],
+                               self_weights=attention.get("self"))
+
+
+def _difference_sample(variant: str) -> str:
+    task, tokens, prediction, attention = _difference_example(variant)
+    report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
+    flags = "".join(f" --{name.replace('_', '-')}" for name in DIFFERENCE_VARIANTS[variant])
+    return (f'```text\n$ attnprimer test difference{flags} --input "{DIFFERENCE_EXAMPLE}"\n'
+            f"{report}\n```\n")
+
+
+for _variant, _stem in (("no self-attention", "plain"), ("self-attention", "self"),
+                        ("self-attention with W_q, W_k, W_v", "projected")):
+    _recipe(f"difference_heatmap_{_stem}",
+            f"attention of the difference model ({_variant}, seed 0) on the primer's example")(
+        lambda variant=_variant: _difference_heatmap(variant))
+    _recipe(f"difference_sample_{_stem}",
+            f"`attnprimer test difference` ({_variant}, seed 0) on the primer's example")(
+        lambda variant=_variant: _difference_sample(variant))
+
+
+@_recipe("difference_encoder_weights", "where the difference step reads the input, per variant")
+def _difference_encoder_weights() -> str:
+    from attnprimer.analysis import encoder_weight_by_token
+
+    task = _trained(difference_label("self-attention", SEEDS[0])).task
+    kinds = ["blank" if char == BLANK else char for char in task.alphabet]
+    lines = ["| model | " + " | ".join(f"one {kind}" for kind in kinds) + " |",
+             "|---|" + "--:|" * len(kinds)]
+    for variant in DIFFERENCE_VARIANTS:
+        weights = torch.stack([encoder_weight_by_token(trained)
+                               for trained in _difference_models(variant)])  # (seeds, V + 1)
+        low, mean, high = weights.amin(0), weights.mean(0), weights.amax(0)
+        cells = " | ".join(f"{m:.3f} ({lo:.3f}–{hi:.3f})" for lo, m, hi in zip(low, mean, high))
+        lines.append(f"| {variant} | {cells} |")
+    lines += ["", f"Mean weight the difference step's encoder-decoder attention gives one input "
+              f"position holding each kind of token, over 5,000 held-out sequences and "
+              f"{len(SEEDS)} seeds (range in brackets). Even attention would give "
+              f"1/{task.max_len} = {1 / task.max_len:.3f} to every kind."]
+    return "\n".join(lines) + "\n"
+
+
+@_recipe("difference_self_means", "mean self-attention of every self-attention model")
+def _difference_self_means() -> Figure:
+    from attnprimer.analysis import mean_self_attention
+
+    matrices = {}
+    for variant, short in (("self-attention", "no projections"),
+                           ("self-attention with W_q, W_k, W_v", "W_q, W_k, W_v")):
+        for seed, trained in zip(SEEDS, _difference_models(variant), strict=True):
+            matrices[f"{short}, seed {seed}"] = mean_self_attention(trained)
+    labels = trained.task.output_labels()
+    return plot_attention_grid(matrices, labels, columns=len(SEEDS))
+
+
+@_recipe("difference_profile", "the difference step's self-attention against count(A) - count(B)")
+def _difference_profile() -> Figure:
+    from attnprimer.analysis import difference_step_profile
+
+    models = _difference_models("self-attention")
+    profiles = [difference_step_profile(trained) for trained in models]
+    return plot_difference_profile(profiles, models[0].task.output_labels())
+
+
+@_recipe("difference_interventions", "the difference step's accuracy under ablations and swaps")
+def _difference_interventions() -> str:
+    from attnprimer.analysis import block_and_swap
+
+    columns = {}
+    for variant, short in (("self-attention", "no projections"),
+                           ("self-attention with W_q, W_k, W_v", "W_q, W_k, W_v")):
+        for seed, trained in zip(SEEDS, _difference_models(variant), strict=True):
+            columns[f"{short}<br>seed {seed}"] = block_and_swap(trained)
+    conditions = list(next(iter(columns.values())))
+    lines = ["| the difference step... | " + " | ".join(columns) + " |",
+             "|---|" + "--:|" * len(columns)]
+    for condition in conditions:
+        cells = " | ".join(_percent(results[condition]) for results in columns.values())
+        lines.append(f"| {condition} | {cells} |")
+    lines += ["", "Accuracy of the difference step on the 10,000 held-out sequences minus those "
+              "with count(A) = count(B), where no count is the larger."]
+    return "\n".join(lines) + "\n"
+
+
+@_recipe("difference_probes", "linear probes on the difference step's state, per variant")
+def _difference_probes() -> str:
+    from attnprimer.analysis import probe_difference_step
+
+    results = {variant: [probe_difference_step(trained, samples=5000)
+                         for trained in _difference_models(variant)]
+               for variant in DIFFERENCE_VARIANTS}
+    keys = list(dict.fromkeys((probe.target, probe.state)
+                              for runs in results.values() for run in runs for probe in run))
+    lines = ["| probe reads | from the difference step's state | "
+             + " | ".join(results) + " |",
+             "|---|---|" + "--:|" * len(results)]
+    for target, state in keys:
+        cells = []
+        for runs in results.values():
+            values = [probe.accuracy for run in runs for probe in run
+                      if (probe.target, probe.state) == (target, state)]
+            cells.append("—" if not values else
+                         f"{_percent(float(np.mean(values)))} "
+                         f"({100 * min(values):.1f}–{100 * max(values):.1f})")
+        where = "before self-attention" if state == "before" else "after self-attention"
+        lines.append(f"| {_cell(target)} | {where} | " + " | ".join(cells) + " |")
+    lines += ["", f"Mean over {len(SEEDS)} seeds (range in brackets). Probes are multinomial "
+              "logistic regressions fitted on 5,000 held-out sequences and scored on 5,000 others. "
+              "Without self-attention, *before* is the state the classifier reads."]
+    return "\n".join(lines) + "\n"
+
+
+@_recipe("selfatt_patterns", "soft, hard, padded, causal and local attention on the same scores")
+def _selfatt_patterns() -> Figure:
+    return plot_attention_patterns()
+
+
+@_recipe("selfatt_causal", "which outputs move when later inputs change, with and without a mask")
+def _selfatt_causal() -> Figure:
+    return plot_causal_demo()
+
+
+@functools.cache
+def _cost_points():
+    """One measurement per process, shared by the cost figure and table so they agree."""
+    from attnprimer.cost import measure_in_fresh_process
+
+    return tuple(measure_in_fresh_process())
+
+
+@_recipe("selfatt_cost", "time and peak memory of attention against sequence length (measured)")
+def _selfatt_cost() -> Figure:
+    return plot_attention_cost(_cost_points())
+
+
+@_recipe("selfatt_cost_table", "the measured cost numbers, with the growth per doubling of L")
+def _selfatt_cost_table() -> str:
+    points = _cost_points()
+    names = list(dict.fromkeys(point.implementation for point in points))
+    lengths = sorted({point.length for point in points})
+    by = {(point.implementation, point.length): point for point in points}
+    header = "| L | " + " | ".join(f"{name}: time | memory" for name in names) + " |"
+    lines = [header, "|--:|" + "--:|--:|" * len(names)]
+    for length in lengths:
+        cells = []
+        for name in names:
+            point = by[name, length]
+            memory = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.1f} MiB"
+            cells.append(f"{point.seconds * 1e3:.2f} ms | {memory}")
+        lines.append(f"| {length:,} | " + " | ".join(cells) + " |")
+    growth = []
+    for name in names:
+        first, last = by[name, lengths[-2]], by[name, lengths[-1]]
+        memory = ("" if not first.peak_bytes or not last.peak_bytes
+                  else f", memory × {last.peak_bytes / first.peak_bytes:.1f}")
+        growth.append(f"{name}: time × {last.seconds / first.seconds:.1f}{memory}")
+    lines += ["", f"From L = {lengths[-2]:,} to {lengths[-1]:,}: " + "; ".join(growth) + ". "
+              f"One sequence, H = 4 heads of Dh = 64, float32, {torch.get_num_threads()} threads, "
+              "fastest of 3 calls (median of 3 for memory), measured when this page was built."]
+    return "\n".join(lines) + "\n"
+
+
+@_recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
+def _multihead_shapes() -> str:
+    from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
+
+    batch, length, memory_length, dim, heads = 2, 5, 7, 8, 2
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        attention = MultiHeadAttention(dim, heads)
+    x = torch.randn(batch, length, dim)
+    memory = torch.randn(batch, memory_length, dim)
+    q = split_heads(attention.query_proj(x), heads)
+    k = split_heads(attention.key_proj(memory), heads)
+    output, weights = attention(x, memory)
+    rows = [
+        ("queries come from x", "x", x),
+        ("keys and values from memory", "memory", memory),
+        ("project, then split_heads", "q = split_heads(W_q x)", q),
+        ("", "k = split_heads(W_k memory)", k),
+        ("one score per (head, query, key)", "weights", weights),
+        ("weighted values, per head", "weights @ v", weights @ split_heads(
+            attention.value_proj(memory), heads)),
+        ("merge_heads, then W_o", "output", output),
+    ]
+    assert torch.equal(merge_heads(q), attention.query_proj(x))
+    lines = [f"```text\nB={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
+             f"Dh=D/H={dim // heads}"]
+    for note, name, tensor in rows:
+        lines.append(f"{name:<28}{str(tuple(tensor.shape)):<16}{note}")
+    return "\n".join(lines) + "\n```\n"
 
 
 # --- rendering -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 
+# --8<-- [start:causal_mask]
 def causal_mask(query_length: int, key_length: int | None = None) -> torch.Tensor:
     """Mask that lets query ``i`` attend to keys ``0..i`` only (no peeking ahead).
 
@@ -44,6 +45,7 @@ def causal_mask(query_length: int, key_length: int | None = None) -> torch.Tenso
     _check_positive(query_length=query_length, key_length=key_length)
     ones = torch.ones(query_length, key_length, dtype=torch.bool)  # (L, S)
     return torch.tril(ones)  # keep j <= i
+# --8<-- [end:causal_mask]
 
 
 def padding_mask(lengths: torch.Tensor | list[int], max_length: int | None = None) -> torch.Tensor:

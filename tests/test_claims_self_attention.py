@@ -1,0 +1,223 @@
+"""The claims of the self-attention chapter about its trained difference models.
+
+Like test_claims.py, these run on the models the docs build uses (the real model cache, via the
+``site_models`` fixture), so the page and the tests look at the very same weights. Each test
+names the sentence of the chapter it checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnprimer.analysis import (
+    block_and_swap,
+    difference_step_profile,
+    encoder_weight_by_token,
+    mean_self_attention,
+    probe_difference_step,
+)
+from attnprimer.figures import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, difference_label
+from attnprimer.tasks import DifferenceTask
+from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict_one
+
+TARGET = 0.995
+PLAIN, SELF, PROJECTED = DIFFERENCE_VARIANTS  # the chapter's three variants, in its order
+
+
+@pytest.fixture(scope="module")
+def models(site_models):
+    return {variant: [site_models(difference_label(variant, seed)) for seed in SEEDS]
+            for variant in DIFFERENCE_VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def exact(models):
+    return {variant: [evaluate(trained).exact_match for trained in trained_models]
+            for variant, trained_models in models.items()}
+
+
+def test_the_variants_are_the_default_recipe_with_three_seeds(models):
+    assert len(SEEDS) >= 3
+    for variant, trained_models in models.items():
+        for seed, trained in zip(SEEDS, trained_models, strict=True):
+            assert trained.task == DifferenceTask(**DIFFERENCE_VARIANTS[variant])
+            assert trained.config == TrainConfig(**{**DifferenceTask.train_defaults, "seed": seed})
+    assert DIFFERENCE_VARIANTS[SELF] == {"self_att": True}  # the issue's target model
+
+
+# --- "Self-attention helps. But it is not needed. More parameters did not help." -------------
+
+
+def test_every_self_attention_seed_reaches_the_target(exact):
+    assert min(exact[SELF]) >= TARGET, exact[SELF]
+
+
+def test_every_self_attention_seed_beats_every_seed_without_it(exact):
+    assert min(exact[SELF]) > max(exact[PLAIN])
+
+
+def test_without_self_attention_the_difference_step_is_almost_always_right(models):
+    for trained in models[PLAIN]:
+        assert evaluate(trained).per_step[-1] > 0.99
+
+
+def test_without_self_attention_exact_match_stays_above_98_percent(exact):
+    assert min(exact[PLAIN]) > 0.98
+
+
+def test_learned_projections_are_worse_on_average_and_miss_the_target_at_least_once(exact):
+    mean = {variant: sum(values) / len(values) for variant, values in exact.items()}
+    assert mean[PROJECTED] < mean[SELF]
+    assert min(exact[PROJECTED]) < TARGET
+
+
+# --- the example -------------------------------------------------------------------------------
+
+
+def test_on_the_example_the_self_attention_model_is_right_and_reads_the_b_step(models):
+    trained = models[SELF][0]
+    tokens = trained.task.encode(DIFFERENCE_EXAMPLE)
+    prediction, attention = predict_one(trained.model, tokens)
+    assert prediction.tolist() == [3, 5, 1, 2]
+    row = attention["self"][-1]
+    # "Our projection-free models show the same pattern": mostly B, then itself.
+    assert row.argmax().item() == 1
+    assert row[1] > row[0] and row[3] > row[0]
+
+
+# --- "What is learned and what is built in" ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
+def test_count_steps_attend_to_themselves_without_projections(models, seed_index):
+    means = mean_self_attention(models[SELF][seed_index])
+    count_steps = means.shape[0] - 1
+    assert torch.all(means.diagonal()[:count_steps] >= 0.9), means
+
+
+@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
+def test_with_projections_every_step_attends_to_one_and_the_same_step(models, seed_index):
+    means = mean_self_attention(models[PROJECTED][seed_index])
+    sink = means.sum(0).argmax()
+    assert torch.all(means[:, sink] >= 0.95), means
+
+
+def test_the_broadcast_step_differs_between_seeds(models):
+    sinks = {int(mean_self_attention(trained).sum(0).argmax()) for trained in models[PROJECTED]}
+    assert len(sinks) > 1
+
+
+def test_the_difference_step_moved_off_the_diagonal(models):
+    for trained in models[SELF]:
+        means = mean_self_attention(trained)
+        assert means[-1, -1] < 0.5  # the built-in default would be (nearly) all of it
+
+
+# --- where the difference step reads the input -------------------------------------------------
+
+
+def test_without_self_attention_the_difference_step_reads_the_input_almost_evenly(models):
+    for trained in models[PLAIN]:
+        weights = encoder_weight_by_token(trained)  # blank, A, B, C
+        assert weights.max() / weights.min() < 1.5, weights
+        assert torch.all((weights - 0.1).abs() < 0.03), weights
+
+
+def test_with_self_attention_it_weights_a_and_b_over_c_and_the_blank(models):
+    for trained in models[SELF]:
+        blank, a, b, c = encoder_weight_by_token(trained)
+        assert min(a, b) > 2 * max(blank, c)
+
+
+# --- "Why the difference step reads one count and itself" --------------------------------------
+
+
+@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
+def test_the_difference_step_attends_to_the_larger_count(models, seed_index):
+    trained = models[SELF][seed_index]
+    inputs, targets = trained.task.sample(10_000, held_out_generator(0))
+    row = trained.model(inputs).attention["self"][:, -1]  # (B, T)
+    unequal = targets[:, 0] != targets[:, 1]
+    a_larger = targets[:, 0] > targets[:, 1]
+    larger = torch.where(a_larger, row[:, 0], row[:, 1])
+    smaller = torch.where(a_larger, row[:, 1], row[:, 0])
+    assert (larger > smaller)[unequal].float().mean() >= 0.99
+
+
+def test_the_profile_shows_the_switch_at_zero(models):
+    for trained in models[SELF]:
+        differences, rows = difference_step_profile(trained)
+        for difference, row in zip(differences, rows, strict=True):
+            if difference <= -2:
+                assert row[1] > row[0] and row[1] > row[-1]  # B, the larger, gets the most
+            if difference >= 2:
+                assert row[0] > row[1] and row[0] > row[-1]
+        # "a roughly constant share on itself"
+        assert rows[:, -1].max() - rows[:, -1].min() < 0.2
+
+
+@pytest.fixture(scope="module")
+def interventions(models):
+    return {variant: [block_and_swap(trained) for trained in models[variant]]
+            for variant in (SELF, PROJECTED)}
+
+
+def test_without_the_larger_count_it_is_almost_always_wrong(interventions):
+    for results in interventions[SELF]:
+        assert results["as trained"] > 0.99
+        assert results["block the larger count"] < 0.2
+
+
+def test_without_the_smaller_count_it_is_still_mostly_right(interventions):
+    for results in interventions[SELF]:
+        assert results["block the smaller count"] > 0.8
+
+
+def test_reading_the_smaller_count_instead_it_is_never_right(interventions):
+    for results in interventions[SELF]:
+        assert results["swap the A and B weights"] < 0.01
+
+
+def test_blocking_itself_costs_at_most_a_few_points(interventions):
+    for results in interventions[SELF]:
+        assert results["as trained"] - results["block itself"] < 0.05
+
+
+def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(models,
+                                                                               interventions):
+    for trained, results in zip(models[PROJECTED], interventions[PROJECTED], strict=True):
+        sink = int(mean_self_attention(trained).sum(0).argmax())
+        if sink in (0, 1):
+            assert results["swap the A and B weights"] < 0.05
+        else:
+            assert results["swap the A and B weights"] == pytest.approx(results["as trained"])
+
+
+@pytest.fixture(scope="module")
+def probes(models):
+    def table(trained):
+        return {(probe.target, probe.state): probe.accuracy
+                for probe in probe_difference_step(trained, samples=5000)}
+
+    return {variant: [table(trained) for trained in trained_models]
+            for variant, trained_models in models.items() if variant != PROJECTED}
+
+
+def test_before_self_attention_the_state_is_only_a_rough_reading(probes):
+    best_plain = min(min(table.values()) for table in probes[PLAIN])
+    for table in probes[SELF]:
+        before = [accuracy for (_, state), accuracy in table.items() if state == "before"]
+        assert max(before) < best_plain
+
+
+def test_the_sum_is_the_least_readable_quantity(probes):
+    for table in probes[SELF]:
+        before = {target: accuracy for (target, state), accuracy in table.items()
+                  if state == "before"}
+        assert min(before, key=before.get) == "count(A) + count(B)"
+
+
+def test_after_reading_the_larger_count_the_difference_is_readable_almost_perfectly(probes):
+    for table in probes[SELF]:
+        assert table["|A-B|", "after"] > 0.99
