@@ -855,6 +855,14 @@ def _difference_models(variant: str) -> list[TrainedModel]:
     return [_trained(difference_label(variant, seed)) for seed in SEEDS]
 
 
+def _self_attention_models() -> list[tuple[str, int, TrainedModel]]:
+    """(short variant name, seed, model) for every difference model with self-attention."""
+    shorts = {"self-attention": "no projections",
+              "self-attention with W_q, W_k, W_v": "W_q, W_k, W_v"}
+    return [(short, seed, trained) for variant, short in shorts.items()
+            for seed, trained in zip(SEEDS, _difference_models(variant), strict=True)]
+
+
 def _percent(value: float) -> str:
     return f"{value:.2%}".replace("%", "&nbsp;%")
 
@@ -919,8 +927,7 @@ def _difference_sample(variant: str) -> str:
             f"{report}\n```\n")
 
 
-for _variant, _stem in (("no self-attention", "plain"), ("self-attention", "self"),
-                        ("self-attention with W_q, W_k, W_v", "projected")):
+for _variant, _stem in (("no self-attention", "plain"), ("self-attention", "self")):
     _recipe(f"difference_heatmap_{_stem}",
             f"attention of the difference model ({_variant}, seed 0) on the primer's example")(
         lambda variant=_variant: _difference_heatmap(variant))
@@ -954,12 +961,10 @@ def _difference_encoder_weights() -> str:
 def _difference_self_means() -> Figure:
     from attnprimer.analysis import mean_self_attention
 
-    matrices = {}
-    for variant, short in (("self-attention", "no projections"),
-                           ("self-attention with W_q, W_k, W_v", "W_q, W_k, W_v")):
-        for seed, trained in zip(SEEDS, _difference_models(variant), strict=True):
-            matrices[f"{short}, seed {seed}"] = mean_self_attention(trained)
-    labels = trained.task.output_labels()
+    models = _self_attention_models()
+    matrices = {f"{short}, seed {seed}": mean_self_attention(trained)
+                for short, seed, trained in models}
+    labels = models[0][2].task.output_labels()
     return plot_attention_grid(matrices, labels, columns=len(SEEDS))
 
 
@@ -976,11 +981,8 @@ def _difference_profile() -> Figure:
 def _difference_interventions() -> str:
     from attnprimer.analysis import block_and_swap
 
-    columns = {}
-    for variant, short in (("self-attention", "no projections"),
-                           ("self-attention with W_q, W_k, W_v", "W_q, W_k, W_v")):
-        for seed, trained in zip(SEEDS, _difference_models(variant), strict=True):
-            columns[f"{short}<br>seed {seed}"] = block_and_swap(trained)
+    columns = {f"{short}<br>seed {seed}": block_and_swap(trained)
+               for short, seed, trained in _self_attention_models()}
     conditions = list(next(iter(columns.values())))
     lines = ["| the difference step... | " + " | ".join(columns) + " |",
              "|---|" + "--:|" * len(columns)]
@@ -1072,7 +1074,7 @@ def _selfatt_cost_table() -> str:
 
 @_recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
 def _multihead_shapes() -> str:
-    from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
+    from attnprimer.multihead import MultiHeadAttention, split_heads
 
     batch, length, memory_length, dim, heads = 2, 5, 7, 8, 2
     with torch.random.fork_rng():
@@ -1093,7 +1095,6 @@ def _multihead_shapes() -> str:
             attention.value_proj(memory), heads)),
         ("merge_heads, then W_o", "output", output),
     ]
-    assert torch.equal(merge_heads(q), attention.query_proj(x))
     lines = [f"```text\nB={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
              f"Dh=D/H={dim // heads}"]
     for note, name, tensor in rows:
