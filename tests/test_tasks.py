@@ -284,3 +284,73 @@ def test_difference_is_registered_and_settings_round_trip():
     assert "difference" in TASKS
     task = get_task("difference", self_att=True, hidden=16)
     assert get_task("difference", **asdict(task)) == task
+
+
+# --- the signal task -----------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 5), st.integers(0, 2**31 - 1))
+def test_signal_targets_count_the_first_letter_in_the_rest(max_len, vocab_size, seed):
+    from attnprimer.tasks import SignalTask
+
+    task = SignalTask(max_len=max_len, vocab_size=vocab_size)
+    batch = task.sample(8, seeded(seed))
+    assert batch.inputs.shape == (8, max_len + 1)
+    assert int(batch.inputs.min()) >= 1  # letters only: no blanks
+    for tokens, target in zip(batch.inputs, batch.targets, strict=True):
+        text = task.decode(tokens)
+        assert target.tolist() == [text[1:].count(text[0])]
+
+
+def test_signal_on_the_primer_example():
+    from attnprimer.tasks import SignalTask
+
+    task = SignalTask()
+    assert task.targets_for(task.encode("BCACABBAACB")[None]).tolist() == [[3]]
+    assert task.output_labels() == ["count"] and task.num_classes == 11
+
+
+@pytest.mark.parametrize("text", ["BCA", "BCACABBAACBA", "BCACA BAACB", "BCACABBAACX"])
+def test_signal_input_must_be_exactly_the_letters(text):
+    from attnprimer.tasks import SignalTask
+
+    with pytest.raises(ValueError):
+        SignalTask().encode(text)
+
+
+def test_signal_refuses_an_unknown_encoding():
+    from attnprimer.tasks import SignalTask
+
+    with pytest.raises(ValueError, match="pos_enc must be one of none, learned, sinusoidal, rotary"):
+        SignalTask(pos_enc="relative")
+
+
+@pytest.mark.parametrize("encoding", ["none", "learned", "sinusoidal", "rotary"])
+def test_signal_builds_its_encoding(encoding):
+    from attnprimer.positional import LearnedEncoding, SinusoidalEncoding
+    from attnprimer.tasks import SignalTask
+
+    model = SignalTask(hidden=8, pos_enc=encoding).build_model()
+    expected = {"none": type(None), "rotary": type(None), "learned": LearnedEncoding,
+                "sinusoidal": SinusoidalEncoding}[encoding]
+    assert isinstance(model.position, expected)
+    assert model.encoder.rotary == (encoding == "rotary")
+
+
+def test_multiset_bound_matches_a_simulation_of_the_best_guess():
+    from attnprimer.tasks.signal import multiset_bound
+
+    task_len, vocab = 6, 3
+    generator = seeded(0)
+    inputs = torch.randint(1, vocab + 1, (200_000, task_len + 1), generator=generator)
+    counts = torch.nn.functional.one_hot(inputs, vocab + 1)[..., 1:].sum(1)  # (N, V)
+    answers = (inputs[:, 1:] == inputs[:, :1]).sum(1)
+    # The best guess from the multiset: the count - 1 shared by the most letters (weighted).
+    score = torch.zeros(len(inputs), task_len + 1)
+    for letter in range(vocab):
+        present = counts[:, letter] > 0
+        index = (counts[:, letter] - 1).clamp(min=0)
+        score[present, index[present]] += counts[present, letter].float()
+    simulated = (score.argmax(1) == answers).float().mean().item()
+    assert simulated == pytest.approx(float(multiset_bound(task_len, vocab)), abs=0.005)

@@ -9,16 +9,18 @@ from __future__ import annotations
 from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
+from attnprimer.tasks.signal import SignalTask
 
-__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "Task", "get_task"]
+__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "SignalTask", "Task", "get_task"]
 
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
     DifferenceTask.name: DifferenceTask,
+    SignalTask.name: SignalTask,
 }
 
 
-def get_task(name: str, **settings: int | bool) -> Task:
+def get_task(name: str, **settings: int | bool | str) -> Task:
     """Build the task called ``name`` with the given settings.
 
     Examples:
@@ -27,7 +29,7 @@ def get_task(name: str, **settings: int | bool) -> Task:
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...
-        ValueError: unknown task 'sorting'; known tasks: counting, difference
+        ValueError: unknown task 'sorting'; known tasks: counting, difference, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

@@ -84,15 +84,18 @@ class Task:
         Raises:
             ValueError: a character outside the alphabet, or a text longer than ``max_len``.
         """
+        if len(text) > self.max_len:
+            raise ValueError(f"input has {len(text)} characters; max_len is {self.max_len}")
+        return self._tokens(text.ljust(self.max_len, BLANK))
+
+    def _tokens(self, text: str) -> torch.Tensor:
+        """Token ids (S,) of ``text``, which may use only the alphabet."""
         unknown = sorted({char for char in text if char not in self.alphabet})
         if unknown:
             raise ValueError(
                 f"input may only use the letters {self.alphabet[1:]!r} and spaces (blanks); "
                 f"got {''.join(unknown)!r}"
             )
-        if len(text) > self.max_len:
-            raise ValueError(f"input has {len(text)} characters; max_len is {self.max_len}")
-        text = text.ljust(self.max_len, BLANK)
         return torch.tensor([self.alphabet.index(char) for char in text])
 
     def decode(self, tokens: torch.Tensor) -> str:
