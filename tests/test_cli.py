@@ -503,3 +503,40 @@ def test_save_heatmap_passes_the_self_attention_on(monkeypatch, tmp_path):
     attention = {"encoder-decoder": torch.full((4, 10), 0.1), "self": torch.eye(4)}
     _save_heatmap(trained, tokens, torch.tensor([1, 1, 0, 0]), attention, tmp_path / "h.png")
     assert torch.equal(received["self_weights"], torch.eye(4))
+
+
+# --- the signal task: a choice flag and the learned encoding's norms ---------------------------
+
+
+def test_signal_with_a_learned_encoding_prints_its_norms(run):
+    argv = ["--steps", "20", "--hidden", "8", "--pos-enc", "learned"]
+    assert run("train", "signal", *argv)[0] == 0
+    code, out, err = run("test", "signal", *argv, "--input", "BCACABBAACB")
+    assert code == 0, err
+    assert re.search(r"^Target: +count=3 ", out, re.MULTILINE)
+    assert "Encoder self-attention over the input:" in out
+    assert "Input step 0 (B) attended mainly to input steps [" in out
+    assert "Output step 0 (count) attended mainly to input steps [" in out
+    heading = "L2 norm of the learned positional encoding at each input step:"
+    assert heading in out
+    norms = json.loads(out.split(heading)[1].strip().splitlines()[0])
+    assert len(norms) == 11 and all(norm >= 0 for norm in norms)
+
+
+@pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rotary"])
+def test_signal_without_a_learned_encoding_prints_no_norms(run, encoding):
+    argv = ["--steps", "5", "--hidden", "8", "--pos-enc", encoding]
+    assert run("train", "signal", *argv)[0] == 0
+    code, out, err = run("test", "signal", *argv)
+    assert code == 0, err
+    assert "L2 norm" not in out
+
+
+def test_signal_rejects_an_unknown_encoding_and_a_short_input(run):
+    code, _, err = run("train", "signal", "--pos-enc", "relative")
+    assert code == 2 and "invalid choice" in err
+    assert run("train", "signal", "--steps", "5", "--hidden", "8")[0] == 0
+    code, _, err = run("test", "signal", "--steps", "5", "--hidden", "8", "--input", "ABC")
+    assert code == 2
+    assert_one_line_error(err)
+    assert "11 letters" in err

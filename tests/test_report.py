@@ -166,3 +166,16 @@ def test_report_without_target_has_no_target_line():
 def test_report_rejects_a_prediction_of_the_wrong_length():
     with pytest.raises(ValueError):
         report(prediction=(1, 2))
+
+
+def test_report_labels_encoder_self_attention_rows_by_input_step():
+    from attnprimer.tasks import SignalTask
+
+    task = SignalTask(max_len=3)
+    tokens = task.encode("ABAB")
+    weights = torch.tensor([[0.7, 0.1, 0.1, 0.1]] * 4)
+    text = attention_report(task, tokens, torch.tensor([1]),
+                            {"encoder self": weights, "encoder-decoder": weights[:1]})
+    assert "Encoder self-attention over the input:" in text
+    assert "Input step 2 (A) attended mainly to input steps [0]" in text
+    assert "Output step 0 (count) attended mainly to input steps [0]" in text

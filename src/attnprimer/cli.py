@@ -263,6 +263,10 @@ def _test(args: argparse.Namespace) -> int:
     prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
     print(attention_report(task, tokens, prediction, attention, target))
+    encoding = getattr(trained.model, "position", None)
+    if hasattr(encoding, "norms"):  # a learned positional encoding: show what it learned
+        norms = [round(float(norm), 3) for norm in encoding.norms()[: len(tokens)]]
+        print(f"\nL2 norm of the learned positional encoding at each input step:\n  {norms}")
     if args.plot is not None:
         _save_heatmap(trained, tokens, prediction, attention, args.plot)
         print(f"\nheatmap saved to {args.plot}")

@@ -74,21 +74,23 @@ def attention_report(
         verdict = "all correct" if torch.equal(prediction, target) else "WRONG"
         lines.append("Target:      " + _assignments(labels, target) + f"   ({verdict})")
     for name, weights in attention.items():
-        heading, keys = _KINDS.get(name, (f"{name.capitalize()} attention", "steps"))
+        heading, rows, keys = _KINDS.get(name, (f"{name.capitalize()} attention", "output", "steps"))
+        row_labels = labels if rows == "output" else shown
         lines += ["", f"{heading}:"]
         for step, row in enumerate(weights):
             lines.append(
-                f"Output step {step} ({labels[step]}) attended mainly to {keys} "
+                f"{rows.capitalize()} step {step} ({row_labels[step]}) attended mainly to {keys} "
                 f"{attended_mainly(row)}"
             )
             lines.append("  " + str([round(float(weight), 3) for weight in row]))
     return "\n".join(lines)
 
 
-# How each kind of attention is introduced, and what its keys are.
+# How each kind of attention is introduced, whose steps its rows are, and what its keys are.
 _KINDS = {
-    "encoder-decoder": ("Encoder-decoder attention", "input steps"),
-    "self": ("Self-attention over the output steps", "output steps"),
+    "encoder-decoder": ("Encoder-decoder attention", "output", "input steps"),
+    "self": ("Self-attention over the output steps", "output", "output steps"),
+    "encoder self": ("Encoder self-attention over the input", "input", "input steps"),
 }
 
 
