@@ -1,4 +1,4 @@
-"""Looking inside the trained difference models: what the difference step reads, and why.
+"""Looking inside trained models: what they read, what they use, and where they fail.
 
 A model that attends somewhere has not necessarily used what it attended to.
 Each function here asks the trained [`DifferenceModel`][attnprimer.models.DifferenceModel] a
@@ -13,12 +13,18 @@ sharper question than "where are the weights?":
   one held-out set and scored on another, for what the difference step's state holds before and
   after self-attention.
 
+For the signal models, [`signal_attention`][attnprimer.analysis.signal_attention] says where the
+output step looks, and [`accuracy_by_length`][attnprimer.analysis.accuracy_by_length] scores any
+trained model on inputs shorter or longer than those it was trained on.
+
 Everything runs on held-out sequences, under ``torch.no_grad``, on the model as trained.
 Shape legend: B batch, S input length, T output steps, D hidden size.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import torch
@@ -26,16 +32,18 @@ from torch import nn
 from torch.nn import functional as F
 
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.train import TrainedModel, held_out_generator
+from attnprimer.train import TrainedModel, held_out_generator, predict
 
 __all__ = [
     "Probe",
+    "accuracy_by_length",
     "block_and_swap",
     "difference_step_profile",
     "encoder_weight_by_token",
     "linear_probe",
     "mean_self_attention",
     "probe_difference_step",
+    "signal_attention",
 ]
 
 # The output steps of the difference task (vocab_size V letters): A = 0, B = 1, the other
@@ -291,3 +299,57 @@ def probe_difference_step(
                                     states["score", state], quantity(score.targets), classes)
             probes.append(Probe(target, state, accuracy))
     return probes
+
+
+@torch.no_grad()
+def accuracy_by_length(
+    trained: TrainedModel, lengths: Iterable[int], samples: int = 2000, seed: int = 0
+) -> list[float]:
+    """Exact match of a model trained at one length, on held-out inputs of other lengths.
+
+    The task is rebuilt with ``max_len`` set to each length (the model and its
+    classes stay as trained), so a count the model has no class for is
+    simply wrong.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
+        >>> len(accuracy_by_length(trained, [5, 10, 20], samples=50))
+        3
+    """
+    scores = []
+    for length in lengths:
+        task = dataclasses.replace(trained.task, max_len=length)
+        batch = task.sample(samples, held_out_generator(seed))
+        _, predictions = predict(trained.model, batch.inputs)  # (B, T)
+        scores.append((predictions == batch.targets).all(dim=1).float().mean().item())
+    return scores
+
+
+@torch.no_grad()
+def signal_attention(trained: TrainedModel, samples: int = 5000, seed: int = 0) -> dict[str, float]:
+    """Where a signal model's output step looks: mean weight on one position of each kind.
+
+    Returns:
+        The mean encoder-decoder weight on ``"the signal"`` (position 0), on
+        ``"a later copy of the signal letter"``, and on ``"another letter"``.
+        Even attention over the ``S`` inputs gives ``1 / S`` to each.
+
+    Examples:
+        >>> from attnprimer.tasks import SignalTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(SignalTask(hidden=8), TrainConfig(steps=1, lr=1e-9))
+        >>> {kind: round(weight, 3) for kind, weight in signal_attention(trained, samples=50).items()}
+        {'the signal': 0.091, 'a later copy of the signal letter': 0.091, 'another letter': 0.091}
+    """
+    inputs, _ = _held_out(trained, samples, seed)
+    weights = trained.model(inputs).attention["encoder-decoder"][:, 0]  # (B, S)
+    copies = inputs == inputs[:, :1]  # (B, S): the signal letter, wherever it is
+    copies[:, 0] = False
+    others = inputs != inputs[:, :1]
+    return {
+        "the signal": weights[:, 0].mean().item(),
+        "a later copy of the signal letter": weights[copies].mean().item(),
+        "another letter": weights[others].mean().item(),
+    }
