@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -20,11 +21,22 @@ def test_the_implementations_compute_the_same_context():
     torch.testing.assert_close(ours, fused, atol=1e-5, rtol=1e-5)
 
 
+PEAK_OF_64_MIB = """
+import torch
+from attnprimer import cost
+cost._exact_allocator()
+print(cost.peak_memory(lambda: torch.ones(16 * 2**20).sum()))
+"""
+
+
 @pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
 def test_peak_memory_sees_a_large_allocation():
-    size = 64 * 2**20  # 64 MiB of float32
-    peak = cost.peak_memory(lambda: torch.ones(size // 4).sum())
-    assert peak is not None and peak >= 0.9 * size
+    # In a fresh process, as the site measures: a long-lived process may reuse memory it
+    # already holds, and a reused block raises no peak.
+    result = subprocess.run([sys.executable, "-c", PEAK_OF_64_MIB], capture_output=True,
+                            text=True, check=True)
+    peak = int(result.stdout.strip().splitlines()[-1])
+    assert 0.9 * 64 * 2**20 <= peak <= 1.5 * 64 * 2**20
 
 
 def test_peak_memory_is_none_where_it_cannot_be_measured(monkeypatch):
