@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from attnprimer.models import ModelOutput
@@ -225,9 +224,8 @@ def _train(task, config, progress, eval_every, eval_samples) -> TrainedModel:
     bar = tqdm(range(1, config.steps + 1), desc=f"train {task.name}",
                disable=None if progress else True)
     for step in bar:
-        inputs, targets = task.sample(config.batch_size, batches)  # (B, S), (B, T)
-        logits = model(inputs).logits  # (B, T, C)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # mean over B * T
+        batch = task.sample(config.batch_size, batches)  # inputs (B, S), targets (B, T)
+        loss = task.loss(model, batch)  # cross-entropy over the output steps
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -236,7 +234,7 @@ def _train(task, config, progress, eval_every, eval_samples) -> TrainedModel:
         history["loss"].append(loss.item())
         if step % eval_every == 0 or step == config.steps:
             history["held_out_step"].append(step)
-            history["held_out_exact_match"].append(_exact_match(model, monitor))
+            history["held_out_exact_match"].append(_exact_match(task, model, monitor))
             bar.set_postfix(loss=f"{loss.item():.4f}")
     model.eval()
     return TrainedModel(task, config, model, history, time.perf_counter() - started)
@@ -285,14 +283,14 @@ def predict_one(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, d
     return predictions[0], {name: weights[0] for name, weights in output.attention.items()}
 
 
-def _correct(model: nn.Module, batch: Batch) -> torch.Tensor:
+def _correct(task: Task, model: nn.Module, batch: Batch) -> torch.Tensor:
     """(B, T) bool: which output steps of ``batch`` the model gets right."""
     _, predictions = predict(model, batch.inputs)
-    return predictions == batch.targets
+    return task.correct(predictions, batch.targets)
 
 
-def _exact_match(model: nn.Module, batch: Batch) -> float:
-    return _correct(model, batch).all(dim=1).float().mean().item()
+def _exact_match(task: Task, model: nn.Module, batch: Batch) -> float:
+    return _correct(task, model, batch).all(dim=1).float().mean().item()
 
 
 def evaluate(
@@ -314,7 +312,7 @@ def evaluate(
     remaining = samples
     while remaining:
         size = min(batch_size, remaining)
-        correct = _correct(trained.model, trained.task.sample(size, generator))  # (B, T)
+        correct = _correct(trained.task, trained.model, trained.task.sample(size, generator))
         exact += correct.all(dim=1).sum().item()
         per_step = per_step + correct.sum(dim=0).double()
         remaining -= size

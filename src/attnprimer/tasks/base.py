@@ -13,11 +13,12 @@ so that the CLI and the figures can show them.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, NamedTuple
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 __all__ = ["BLANK", "Batch", "Task"]
 
@@ -77,6 +78,29 @@ class Task:
     def targets_for(self, inputs: torch.Tensor) -> torch.Tensor:
         """The correct outputs (B, T) for inputs (B, S)."""
         raise NotImplementedError
+
+    def at_length(self, length: int) -> Task:
+        """The same task on inputs of another length (the length-generalisation tests)."""
+        return replace(self, max_len=length)
+
+    def describe_output(self, values: torch.Tensor) -> str:
+        """One example's outputs (T,) as text, e.g. ``"A=2  B=1  C=0"``."""
+        return "  ".join(f"{label}={int(value)}"
+                         for label, value in zip(self.output_labels(), values, strict=True))
+
+    def step_labels(self, values: torch.Tensor) -> list[str]:
+        """A label for each output step holding ``values`` (T,), e.g. ``["A = 2", ...]``."""
+        return [f"{label} = {int(value)}"
+                for label, value in zip(self.output_labels(), values, strict=True)]
+
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The training loss on ``batch``: cross-entropy over every output step."""
+        logits = model(batch.inputs).logits  # (B, T, C)
+        return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten())  # mean over B * T
+
+    def correct(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """(B, T) bool: which output steps are right."""
+        return predictions == targets
 
     def encode(self, text: str) -> torch.Tensor:
         """Turn letters and spaces into token ids (S,), padding with blanks to ``max_len``.
