@@ -354,3 +354,60 @@ def test_multiset_bound_matches_a_simulation_of_the_best_guess():
         score[present, index[present]] += counts[present, letter].float()
     simulated = (score.argmax(1) == answers).float().mean().item()
     assert simulated == pytest.approx(float(multiset_bound(task_len, vocab)), abs=0.005)
+
+
+# --- the reversal task ---------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(6, 12), st.integers(2, 9), st.integers(0, 2**31 - 1))
+def test_reversal_targets_are_the_letters_backwards_then_the_end(min_len, max_len, vocab, seed):
+    from attnprimer.tasks import ReversalTask
+
+    task = ReversalTask(min_len=min_len, max_len=max_len, vocab_size=vocab)
+    batch = task.sample(16, seeded(seed))
+    assert batch.inputs.shape == (16, max_len) and batch.targets.shape == (16, max_len + 1)
+    for tokens, target in zip(batch.inputs, batch.targets, strict=True):
+        text = task.decode(tokens)
+        assert min_len <= len(text) <= max_len
+        assert torch.all(tokens[len(text):] == 0)  # padding only at the end
+        assert task.decode_output(target) == text[::-1] + "."
+        assert torch.all(target[len(text) + 1:] == 0)
+
+
+def test_reversal_correct_ignores_steps_after_the_end():
+    from attnprimer.tasks import ReversalTask
+
+    task = ReversalTask(max_len=4)
+    targets = task.targets_for(task.encode("ABC")[None])  # C B A . pad
+    predictions = targets.clone()
+    predictions[0, 4] = 2  # garbage after the end
+    assert task.correct(predictions, targets).all()
+    predictions[0, 3] = 1  # no end where it belongs
+    assert not task.correct(predictions, targets).all()
+
+
+def test_reversal_alignment_is_the_anti_diagonal():
+    from attnprimer.tasks.reversal import reversal_alignment
+
+    alignment = reversal_alignment(4)
+    assert torch.equal(alignment.argmax(1), torch.tensor([3, 2, 1, 0]))
+
+
+@pytest.mark.parametrize("text", ["", "ABCDEFGHIJK", "AB CD", "ABZ"])
+def test_reversal_refuses_bad_input(text):
+    from attnprimer.tasks import ReversalTask
+
+    with pytest.raises(ValueError):
+        ReversalTask().encode(text)
+
+
+def test_reversal_settings_are_checked():
+    from attnprimer.tasks import ReversalTask
+
+    with pytest.raises(ValueError, match="min_len"):
+        ReversalTask(min_len=11)
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        ReversalTask(decoder="peeking")
+    with pytest.raises(ValueError, match="score must be one of"):
+        ReversalTask(score="cosine")
