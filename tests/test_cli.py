@@ -540,3 +540,33 @@ def test_signal_rejects_an_unknown_encoding_and_a_short_input(run):
     assert code == 2
     assert_one_line_error(err)
     assert "11 letters" in err
+
+
+# --- the reversal task: encoder-decoders ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("decoder", ["vanilla", "peeky", "attention"])
+def test_reversal_trains_and_tests_every_decoder(run, tmp_path, decoder):
+    argv = ["--steps", "3", "--hidden", "8", "--decoder", decoder]
+    assert run("train", "reversal", *argv)[0] == 0
+    code, out, err = run("test", "reversal", *argv, "--input", "HEADBADGE",
+                         "--plot", str(tmp_path / "h.png"))
+    if decoder == "attention":
+        assert code == 0, err
+        assert "Encoder-decoder attention:" in out
+        assert (tmp_path / "h.png").is_file()
+    else:  # nothing to plot: a clear usage error, nothing written
+        assert code == 2 and "no attention" in err
+        assert not (tmp_path / "h.png").exists()
+    assert run("test", "reversal", *argv, "--input", "HEAD")[0] == 0
+    code, out, _ = run("test", "reversal", *argv, "--input", "HEAD")
+    assert re.search(r"^Target: +DAEH\. ", out, re.MULTILINE)
+
+
+def test_reversal_flags_select_score_and_direction(run):
+    argv = ["--steps", "3", "--hidden", "8", "--score", "dot", "--bidirectional"]
+    assert run("train", "reversal", *argv)[0] == 0
+    code, out, err = run("eval", "reversal", *argv, "--json", "--samples", "50")
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert settings["score"] == "dot" and settings["bidirectional"] is True

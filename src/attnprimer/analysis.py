@@ -23,7 +23,6 @@ Shape legend: B batch, S input length, T output steps, D hidden size.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -37,8 +36,10 @@ from attnprimer.train import TrainedModel, held_out_generator, predict
 __all__ = [
     "Probe",
     "accuracy_by_length",
+    "alignment_offsets",
     "block_and_swap",
     "difference_step_profile",
+    "encoder_state_probe",
     "encoder_weight_by_token",
     "linear_probe",
     "mean_self_attention",
@@ -307,9 +308,9 @@ def accuracy_by_length(
 ) -> list[float]:
     """Exact match of a model trained at one length, on held-out inputs of other lengths.
 
-    The task is rebuilt with ``max_len`` set to each length (the model and its
-    classes stay as trained), so a count the model has no class for is
-    simply wrong.
+    The task is rebuilt at each length ([`Task.at_length`][attnprimer.tasks.Task.at_length]);
+    the model and its classes stay as trained, so a count the model has no
+    class for is simply wrong.
 
     Examples:
         >>> from attnprimer.tasks import CountingTask
@@ -320,10 +321,11 @@ def accuracy_by_length(
     """
     scores = []
     for length in lengths:
-        task = dataclasses.replace(trained.task, max_len=length)
+        task = trained.task.at_length(length)
         batch = task.sample(samples, held_out_generator(seed))
         _, predictions = predict(trained.model, batch.inputs)  # (B, T)
-        scores.append((predictions == batch.targets).all(dim=1).float().mean().item())
+        correct = task.correct(predictions, batch.targets)  # (B, T)
+        scores.append(correct.all(dim=1).float().mean().item())
     return scores
 
 
@@ -353,3 +355,63 @@ def signal_attention(trained: TrainedModel, samples: int = 5000, seed: int = 0) 
         "a later copy of the signal letter": weights[copies].mean().item(),
         "another letter": weights[others].mean().item(),
     }
+
+
+@torch.no_grad()
+def alignment_offsets(
+    trained: TrainedModel, lengths: Iterable[int], samples: int = 500, seed: int = 0
+) -> dict[int, float]:
+    """Where a reversal model's largest attention weight falls, relative to the letter it copies.
+
+    Output step t of an input of n letters copies position n - 1 - t
+    ([`reversal_alignment`][attnprimer.tasks.reversal.reversal_alignment]). For every letter
+    step (the end step left out) of ``samples`` held-out inputs of each length,
+    the offset is (position of the largest weight) - (n - 1 - t): 0 is on the
+    copied letter, +1 one position to its right.
+
+    Returns:
+        The share of steps at each offset, by offset.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(ReversalTask(hidden=8, max_len=4), TrainConfig(steps=2))
+        >>> round(sum(alignment_offsets(trained, [2, 3], samples=20).values()), 6)
+        1.0
+    """
+    counts: dict[int, int] = {}
+    total = 0
+    for length in lengths:
+        task = trained.task.at_length(length)
+        inputs, _ = task.sample(samples, held_out_generator(seed))
+        weights = trained.model(inputs).attention["encoder-decoder"][:, :length]  # (B, n, S)
+        truth = torch.arange(length - 1, -1, -1)  # step t copies position n - 1 - t
+        offsets = weights.argmax(dim=-1) - truth  # (B, n)
+        for offset, count in zip(*offsets.unique(return_counts=True), strict=True):
+            counts[int(offset)] = counts.get(int(offset), 0) + int(count)
+        total += offsets.numel()
+    return {offset: count / total for offset, count in sorted(counts.items())}
+
+
+@torch.no_grad()
+def encoder_state_probe(trained: TrainedModel, samples: int = 2000,
+                        seeds: tuple[int, int] = (2, 3)) -> dict[str, float]:
+    """What a reversal model's encoder state at position j holds: its own letter, the one before.
+
+    Linear probes are fitted on the states of one held-out set and scored on
+    another (positions 1 and later, so that a letter before exists).
+
+    Returns:
+        ``{"letter j": accuracy, "letter j - 1": accuracy}``.
+    """
+    features, labels = {}, {}
+    for role, seed in zip(("fit", "score"), seeds, strict=True):
+        inputs, _ = _held_out(trained, samples, seed)
+        states, _ = trained.model.encoder(inputs)  # (B, S, H)
+        real = (inputs[:, 1:] != 0)  # positions j >= 1 holding a letter: (B, S - 1)
+        features[role] = states[:, 1:][real]  # (N, H)
+        labels[role] = {"letter j": inputs[:, 1:][real], "letter j - 1": inputs[:, :-1][real]}
+    classes = trained.task.vocab_size + 1
+    return {target: linear_probe(features["fit"], labels["fit"][target], features["score"],
+                                 labels["score"][target], classes)
+            for target in ("letter j", "letter j - 1")}

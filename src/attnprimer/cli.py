@@ -268,6 +268,8 @@ def _test(args: argparse.Namespace) -> int:
         norms = [round(float(norm), 3) for norm in encoding.norms()[: len(tokens)]]
         print(f"\nL2 norm of the learned positional encoding at each input step:\n  {norms}")
     if args.plot is not None:
+        if "encoder-decoder" not in attention:
+            raise UsageError(f"this {task.name} model has no attention to plot")
         _save_heatmap(trained, tokens, prediction, attention, args.plot)
         print(f"\nheatmap saved to {args.plot}")
     return 0

@@ -68,11 +68,12 @@ def attention_report(
         "Input:       " + " ".join(char.rjust(width) for char in shown),
         "             " + " ".join(str(step).rjust(width) for step in range(len(shown)))
         + "   (step)",
-        "Prediction:  " + _assignments(labels, prediction),
+        "Prediction:  " + task.describe_output(prediction),
     ]
     if target is not None:
-        verdict = "all correct" if torch.equal(prediction, target) else "WRONG"
-        lines.append("Target:      " + _assignments(labels, target) + f"   ({verdict})")
+        right = bool(task.correct(prediction[None], target[None]).all())
+        verdict = "all correct" if right else "WRONG"
+        lines.append("Target:      " + task.describe_output(target) + f"   ({verdict})")
     for name, weights in attention.items():
         heading, rows, keys = _KINDS.get(name, (f"{name.capitalize()} attention", "output", "steps"))
         row_labels = labels if rows == "output" else shown
@@ -92,7 +93,3 @@ _KINDS = {
     "self": ("Self-attention over the output steps", "output", "output steps"),
     "encoder self": ("Encoder self-attention over the input", "input", "input steps"),
 }
-
-
-def _assignments(labels: list[str], values: torch.Tensor) -> str:
-    return "  ".join(f"{label}={int(value)}" for label, value in zip(labels, values, strict=True))

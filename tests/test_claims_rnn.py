@@ -1,0 +1,106 @@
+"""The claims of the RNN recap and Bahdanau chapters about their trained encoder-decoders.
+
+They run on the models the docs build uses (the real model cache, via ``site_models``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnprimer.analysis import accuracy_by_length, alignment_offsets, encoder_state_probe
+from attnprimer.figures import REVERSAL_EXAMPLE, REVERSAL_MODELS
+from attnprimer.train import predict_one
+
+TRAINED = range(1, 11)
+BEYOND = range(11, 21)
+
+
+@pytest.fixture(scope="module")
+def models(site_models):
+    return {label: site_models(f"reversal, {label}") for label in REVERSAL_MODELS}
+
+
+@pytest.fixture(scope="module")
+def accuracy(models):
+    return {label: dict(zip([*TRAINED, *BEYOND],
+                            accuracy_by_length(trained, [*TRAINED, *BEYOND], samples=1000),
+                            strict=True))
+            for label, trained in models.items()}
+
+
+def test_the_models_train_on_lengths_up_to_ten(models):
+    for trained in models.values():
+        assert (trained.task.min_len, trained.task.max_len) == (1, 10)
+
+
+def test_the_training_budget_is_two_minutes(models):
+    # Measured while training; the docs build trains them two at a time, which only adds.
+    assert sum(trained.train_seconds for trained in models.values()) <= 120
+
+
+def test_every_model_reverses_short_inputs(accuracy):
+    for label, scores in accuracy.items():
+        assert min(scores[length] for length in range(1, 4)) >= 0.98, label
+
+
+def test_the_dot_score_is_the_weakest_attention_on_the_trained_lengths(accuracy):
+    inside = {label: np.mean([scores[length] for length in TRAINED])
+              for label, scores in accuracy.items()}
+    assert inside["attention (dot)"] < inside["attention (additive)"]
+    assert inside["attention (dot)"] < inside["peeky"]
+
+
+def test_the_bottleneck_vanilla_falls_with_length_inside_training(accuracy):
+    vanilla = accuracy["vanilla"]
+    assert vanilla[10] < 0.7 < 0.97 <= vanilla[5]
+
+
+def test_peeky_beats_vanilla_and_attention_beats_both_at_the_longest_trained_length(accuracy):
+    at_ten = {label: scores[10] for label, scores in accuracy.items()}
+    assert at_ten["peeky"] > at_ten["vanilla"] + 0.1
+    assert at_ten["attention (additive)"] > at_ten["peeky"] + 0.1
+    assert at_ten["attention (additive)"] >= 0.9
+
+
+def test_attention_beats_vanilla_by_far_beyond_training(accuracy):
+    mean = {label: np.mean([scores[length] for length in BEYOND])
+            for label, scores in accuracy.items()}
+    assert mean["attention (additive)"] > 3 * mean["vanilla"]
+
+
+def test_no_model_reverses_twice_the_training_length(accuracy):
+    for label, scores in accuracy.items():
+        assert scores[20] < 0.05, label
+
+
+def test_the_example_is_reversed_right(models):
+    trained = models["attention (additive)"]
+    prediction, _ = predict_one(trained.model, trained.task.encode(REVERSAL_EXAMPLE))
+    assert trained.task.decode_output(prediction) == REVERSAL_EXAMPLE[::-1] + "."
+
+
+@pytest.mark.parametrize("label", [label for label in REVERSAL_MODELS if "attention" in label])
+def test_the_alignment_is_the_anti_diagonal_shifted_by_one(models, label):
+    offsets = alignment_offsets(models[label], TRAINED)
+    assert offsets.get(0, 0) + offsets.get(1, 0) >= 0.95  # on the letter, or one to its right
+    assert offsets.get(1, 0) >= 0.7  # and mostly one to its right
+
+
+@pytest.mark.parametrize("label", [label for label in REVERSAL_MODELS if "attention" in label])
+def test_the_encoder_state_also_holds_the_letter_before(models, label):
+    probe = encoder_state_probe(models[label])
+    assert probe["letter j"] >= 0.99
+    assert probe["letter j - 1"] >= 0.95
+
+
+def test_the_first_output_step_reads_the_last_letter(models):
+    trained = models["attention (additive)"]
+    _, attention = predict_one(trained.model, trained.task.encode(REVERSAL_EXAMPLE))
+    assert int(attention["encoder-decoder"][0].argmax()) == len(REVERSAL_EXAMPLE) - 1
+
+
+def test_additive_attention_is_best_over_the_trained_lengths(accuracy):
+    inside = {label: np.mean([scores[length] for length in TRAINED])
+              for label, scores in accuracy.items()}
+    assert max(inside, key=inside.get) == "attention (additive)"
