@@ -1,4 +1,5 @@
-"""Developer sessions: ``nox -s tests``, ``docs``, ``serve``, ``figures``, ``train``.
+"""Developer sessions: ``nox -s tests``, ``docs``, ``serve``, ``figures``, ``train``, ``bench``,
+``site_tests``.
 
 Every session installs through ``constraints.txt``, which pins torch to the
 CPU build on our machines (an unpinned torch pulls gigabytes of CUDA
@@ -7,6 +8,7 @@ packages). Sessions use pip and virtualenv, which see that local wheel.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -84,6 +86,35 @@ def train(session: nox.Session) -> None:
 
 @nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
-    """Print the time and peak memory of attention against the sequence length on this machine."""
+    """Print the time and peak memory of attention against the sequence length on this machine,
+    and how long the site's encoder-decoders took to train (the RNN chapters' budget: 2 minutes)."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
+    session.run("python", "-c", TRAINING_TIMES)
+
+
+TRAINING_TIMES = """
+from attnprimer.figures import SITE_MODELS
+from attnprimer.train import get_trained, train_missing
+reversal = [spec for label, spec in SITE_MODELS.items() if label.startswith("reversal")]
+train_missing(reversal, workers=1)  # one at a time: the times are then not inflated
+total = 0.0
+for label, spec in SITE_MODELS.items():
+    if label.startswith("reversal"):
+        seconds = get_trained(*spec).train_seconds
+        total += seconds
+        print(f"{label:<36}{seconds:6.1f} s")
+print(f"{'all encoder-decoders':<36}{total:6.1f} s (as recorded when each was trained)")
+"""
+
+
+@nox.session(python="3.11", default=False)
+def site_tests(session: nox.Session) -> None:
+    """Build the site, then test every page in Debian's chromium through Playwright, offline."""
+    if shutil.which("chromium") is None:
+        session.error("Debian's chromium is missing: apt-get install chromium "
+                      "(Playwright cannot download its own browser here)")
+    install(session, "docs", "site-tests")
+    _prepare_math(session)
+    session.run("mkdocs", "build", "--strict", env=MKDOCS_ENV)
+    session.run("pytest", "tests/site", *session.posargs, env={"ATTNPRIMER_SITE_TESTS": "1"})
