@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+
+# The browser tests of the built site run in their own session (nox -s site_tests).
+if not os.environ.get("ATTNPRIMER_SITE_TESTS"):
+    collect_ignore = ["site"]
 
 # The acceptance tolerances: float64 to 1e-10, float32 to 1e-5 (both atol and rtol).
 ATTENTION_TOLERANCES = {torch.float64: 1e-10, torch.float32: 1e-5}

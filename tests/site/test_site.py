@@ -1,0 +1,54 @@
+"""Every page of the built site, in a real browser, offline."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+SITE = Path(os.environ.get("ATTNPRIMER_SITE_DIR", Path(__file__).parents[2] / "site"))
+PAGES = sorted(
+    ("" if path.parent == SITE else path.parent.relative_to(SITE).as_posix() + "/")
+    for path in SITE.rglob("index.html")
+) if SITE.is_dir() else []
+CHAPTERS = sorted(page for page in PAGES if page.startswith("chapters/"))
+
+
+def test_the_site_has_the_chapters_and_the_reference():
+    assert len(CHAPTERS) >= 5, CHAPTERS
+    assert any(page.startswith("reference/") for page in PAGES)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_the_page_loads_cleanly_offline_with_its_images_and_math(visit, path):
+    visited = visit(path)
+    assert visited.console_errors == [], visited.console_errors
+    assert visited.failed == [], visited.failed
+    assert visited.blocked == [], f"requests to other hosts: {visited.blocked}"
+    page = visited.page
+    sizes = page.eval_on_selector_all(
+        "article img", "images => images.map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight])")
+    for source, width, height in sizes:
+        assert width > 0 and height > 0, f"empty image {source}"
+    formulas = page.eval_on_selector_all(".arithmatex", "nodes => nodes.length")
+    typeset = page.eval_on_selector_all(".arithmatex .katex", "nodes => nodes.length")
+    assert typeset == formulas, f"{typeset} of {formulas} formulas typeset"
+    assert not re.search(r"\\\(|\\\[|\$\$", page.inner_text("article")), "raw TeX on the page"
+
+
+def test_search_finds_softmax(visit):
+    page = visit("").page
+    page.click("input[data-md-component=search-query]")
+    page.keyboard.type("softmax", delay=30)  # the search listens to key presses
+    page.wait_for_selector(".md-search-result__item", timeout=10_000)
+    assert "softmax" in page.inner_text(".md-search-result").lower()
+
+
+def test_the_navigation_reaches_every_chapter(visit):
+    page = visit("").page
+    links = page.eval_on_selector_all("nav.md-nav--primary a[href]",
+                                      "links => links.map(a => a.href)")
+    reached = {link.split("/chapters/")[1] for link in links if "/chapters/" in link}
+    assert {chapter.removeprefix("chapters/") for chapter in CHAPTERS} <= reached
