@@ -249,7 +249,7 @@ def _accuracy_line(trained: TrainedModel, result) -> str:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from attnprimer.report import attention_report
+    from attnprimer.report import attention_report, encoding_norms_report
 
     trained = _load(args)
     task = trained.task
@@ -263,10 +263,9 @@ def _test(args: argparse.Namespace) -> int:
     prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
     print(attention_report(task, tokens, prediction, attention, target))
-    encoding = getattr(trained.model, "position", None)
-    if hasattr(encoding, "norms"):  # a learned positional encoding: show what it learned
-        norms = [round(float(norm), 3) for norm in encoding.norms()[: len(tokens)]]
-        print(f"\nL2 norm of the learned positional encoding at each input step:\n  {norms}")
+    norms = encoding_norms_report(trained.model, len(tokens))  # a learned encoding only
+    if norms is not None:
+        print(f"\n{norms}")
     if args.plot is not None:
         if "encoder-decoder" not in attention:
             raise UsageError(f"this {task.name} model has no attention to plot")

@@ -34,7 +34,7 @@ from attnprimer.additive import AdditiveScore
 from attnprimer.attention import masked_softmax
 from attnprimer.cost import CostPoint
 from attnprimer.dot_product import GeneralScore, dot_scores
-from attnprimer.report import attention_report
+from attnprimer.report import attention_report, encoding_norms_report
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.tasks import (
     BLANK,
@@ -1426,10 +1426,10 @@ def _signal_sample() -> str:
     report = attention_report(task, tokens, prediction,
                               {"encoder-decoder": attention["encoder-decoder"]},
                               task.targets_for(tokens[None])[0])
-    norms = [round(float(norm), 3) for norm in trained.model.position.norms()[: len(tokens)]]
+    norms = encoding_norms_report(trained.model, len(tokens))
     return (f'```text\n$ attnprimer test signal --pos-enc learned --input "{SIGNAL_EXAMPLE}"\n'
             f"{report}\n\n(encoder self-attention rows left out here: see the heatmap)\n\n"
-            f"L2 norm of the learned positional encoding at each input step:\n  {norms}\n```\n")
+            f"{norms}\n```\n")
 
 
 @_recipe("signal_norms", "the learned encoding's norm at each position, three seeds")

@@ -10,7 +10,7 @@ import torch
 
 from attnprimer.tasks import BLANK, Task
 
-__all__ = ["attended_mainly", "attention_report"]
+__all__ = ["attended_mainly", "attention_report", "encoding_norms_report"]
 
 
 def attended_mainly(weights: torch.Tensor) -> list[int]:
@@ -93,3 +93,23 @@ _KINDS = {
     "self": ("Self-attention over the output steps", "output", "output steps"),
     "encoder self": ("Encoder self-attention over the input", "input", "input steps"),
 }
+
+
+def encoding_norms_report(model, length: int) -> str | None:
+    """The L2 norm of a model's learned positional encoding at each of ``length`` input steps.
+
+    Returns None for a model without a learned encoding (nothing was learned to show).
+
+    Examples:
+        >>> from attnprimer.tasks import SignalTask
+        >>> print(encoding_norms_report(SignalTask(pos_enc="learned").build_model(), 3))
+        L2 norm of the learned positional encoding at each input step:
+          [0.0, 0.0, 0.0]
+        >>> encoding_norms_report(SignalTask().build_model(), 3) is None
+        True
+    """
+    encoding = getattr(model, "position", None)
+    if not hasattr(encoding, "norms"):
+        return None
+    norms = [round(float(norm), 3) for norm in encoding.norms()[:length]]
+    return f"L2 norm of the learned positional encoding at each input step:\n  {norms}"
