@@ -402,7 +402,8 @@ def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
 
 # Modules that only present results: editing them never changes a trained model.
 _PRESENTATION_MODULES = frozenset(
-    {"__main__.py", "analysis.py", "cli.py", "cost.py", "figures.py", "report.py"}
+    {"__main__.py", "analysis.py", "cli.py", "cost.py", "exercises.py", "explorer.py", "figures.py",
+     "report.py"}
 )
 
 
