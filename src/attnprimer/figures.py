@@ -18,6 +18,7 @@ the files on disk are always the same.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -47,11 +48,11 @@ from attnprimer.tasks import (
 from attnprimer.train import (
     TrainConfig,
     TrainedModel,
+    code_fingerprint,
     evaluate,
     get_trained,
     predict,
     predict_one,
-    source_hash,
 )
 
 __all__ = [
@@ -1638,6 +1639,28 @@ def render(recipe: Recipe, out_dir: str | os.PathLike) -> Path:
     return path
 
 
+_NOT_RENDERED = frozenset({"__main__.py", "cli.py", "exercises.py", "explorer.py"})
+"""Package modules no recipe uses: editing them re-renders nothing."""
+
+
+def render_key() -> str:
+    """What an artifact was built from: the package's code (docstrings and comments aside),
+    except the modules in ``_NOT_RENDERED``.
+
+    Examples:
+        >>> render_key() == render_key() and len(render_key()) == 64
+        True
+    """
+    digest = hashlib.sha256()
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        if path.parent == package and path.name in _NOT_RENDERED:
+            continue
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(code_fingerprint(path.read_text(encoding="utf-8")).encode())
+    return digest.hexdigest()
+
+
 def render_all(
     out_dir: str | os.PathLike, names: Iterable[str] | None = None, *, force: bool = False
 ) -> list[Path]:
@@ -1654,7 +1677,7 @@ def render_all(
     """
     out_dir = Path(out_dir)
     stamps = out_dir / ".stamps"
-    key = source_hash(presentation=True)
+    key = render_key()
     paths = []
     for name in names if names is not None else FIGURES:
         recipe = FIGURES[name]
