@@ -99,3 +99,30 @@ def test_additive_attention_is_best_over_the_trained_lengths(accuracy):
     inside = {label: np.mean([scores[length] for length in TRAINED])
               for label, scores in accuracy.items()}
     assert max(inside, key=inside.get) == "attention (additive)"
+
+
+def _step_accuracy(trained, *, teacher_forcing: bool):
+    """Each output step's accuracy on 10-letter held-out inputs (the RNN recap lab's measure)."""
+    import torch
+
+    from attnprimer.train import held_out_generator
+
+    batch = trained.task.at_length(10).sample(2000, held_out_generator())
+    with torch.no_grad():
+        targets = batch.targets if teacher_forcing else None
+        logits = trained.model(batch.inputs, targets).logits  # (B, T, C)
+    return (logits.argmax(dim=-1) == batch.targets).float().mean(dim=0)  # (T,)
+
+
+def test_free_running_errors_compound_where_teacher_forcing_hides_them(models):
+    # The RNN recap lab: teacher-forced, the later steps are about as accurate as the
+    # first; free running, accuracy falls step after step, far below (the end token aside).
+    forced = _step_accuracy(models["vanilla"], teacher_forcing=True)
+    free = _step_accuracy(models["vanilla"], teacher_forcing=False)
+    letters = slice(0, 10)  # step 10 writes the end token
+    assert abs(forced[0] - free[0]) < 1e-9  # step 0 is fed the start token either way
+    assert forced[letters].min() > forced[0] - 0.06
+    assert free[letters][-1] < forced[letters][-1] - 0.10
+    assert (free[5:10] < forced[5:10] - 0.05).all()
+    assert free[9] < free[1] - 0.10  # falls step after step
+    assert free[10] > free[9] + 0.15  # the end token is easy

@@ -10,7 +10,8 @@ this in ``_prepare_math``):
 and this hook checks that exactly that version is there, then adds the few files a browser
 needs to the site as generated files under ``assets/vendor/katex/``. ``mkdocs.yml`` loads
 them via ``extra_css``/``extra_javascript``; ``docs/javascripts/katex-init.js`` renders the
-``.arithmatex`` elements that ``pymdownx.arithmatex`` (``generic: true``) leaves in pages.
+``.arithmatex`` elements that ``pymdownx.arithmatex`` (``generic: true``) leaves in pages,
+and, with KaTeX's auto-render extension, the ``$...$`` math of the labs' Markdown cells.
 
 Only the woff2 fonts are shipped: every browser that runs KaTeX supports woff2, so the
 woff/ttf fallbacks named in ``katex.min.css`` are never requested.
@@ -36,6 +37,7 @@ SITE_DIR = "assets/vendor/katex"  # where the files land in the built site
 _REQUIRED = {
     "dist/katex.min.js": "katex.min.js",
     "dist/katex.min.css": "katex.min.css",
+    "dist/contrib/auto-render.min.js": "auto-render.min.js",  # the labs' $...$ (notebooks)
     "LICENSE": "LICENSE.txt",
 }
 _FONTS = "dist/fonts"
@@ -83,11 +85,12 @@ def on_config(config: MkDocsConfig) -> None:
     _assets = _find_assets(_package_dir(config))
 
     # mkdocs.yml must load what this hook serves; catch the two drifting apart.
-    wanted = {
-        "extra_css": f"{SITE_DIR}/katex.min.css",
-        "extra_javascript": f"{SITE_DIR}/katex.min.js",
-    }
-    for key, path in wanted.items():
+    wanted = [
+        ("extra_css", f"{SITE_DIR}/katex.min.css"),
+        ("extra_javascript", f"{SITE_DIR}/katex.min.js"),
+        ("extra_javascript", f"{SITE_DIR}/auto-render.min.js"),
+    ]
+    for key, path in wanted:
         if path not in [str(entry) for entry in config[key]]:
             raise _fail(f"mkdocs.yml must list {path!r} under {key}")
 

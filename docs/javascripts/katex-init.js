@@ -1,6 +1,7 @@
 // Typeset the math that pymdownx.arithmatex (generic: true) leaves in each page:
 //   inline   <span class="arithmatex">\( ... \)</span>
 //   display  <div class="arithmatex">\[ ... \]</div>   (also $$...$$ and \begin{env}...\end{env})
+// and the labs' notebook Markdown cells, whose math is left as $...$ and $$...$$ text.
 // KaTeX itself is served from assets/vendor/katex/ (see docs/hooks/math_assets.py).
 //
 // Material's `document$` emits once on page load and again after every instant navigation,
@@ -29,6 +30,17 @@
         macros: macros,
       });
       el.dataset.katexRendered = "true";
+    });
+    // Notebook cells (the labs): KaTeX's auto-render finds the delimiters in the text.
+    root.querySelectorAll(".jupyter-wrapper .jp-RenderedMarkdown").forEach(function (el) {
+      renderMathInElement(el, {
+        delimiters: [
+          { left: "$$", right: "$$", display: true },
+          { left: "$", right: "$", display: false },
+        ],
+        throwOnError: false,
+        macros: macros,
+      });
     });
   }
 

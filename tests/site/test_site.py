@@ -52,3 +52,34 @@ def test_the_navigation_reaches_every_chapter(visit):
                                       "links => links.map(a => a.href)")
     reached = {link.split("/chapters/")[1] for link in links if "/chapters/" in link}
     assert {chapter.removeprefix("chapters/") for chapter in CHAPTERS} <= reached
+
+
+LABS = sorted(page for page in PAGES if page.startswith("labs/") and page != "labs/")
+
+
+def test_there_is_a_lab_per_chapter():
+    assert [lab.removeprefix("labs/") for lab in LABS] == [
+        chapter.removeprefix("chapters/") for chapter in CHAPTERS]
+
+
+@pytest.mark.parametrize("path", LABS)
+def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit, path):
+    page = visit(path).page
+    markdown = page.eval_on_selector_all(
+        ".jupyter-wrapper .jp-RenderedMarkdown", "cells => cells.map(c => c.innerText)")
+    assert markdown, "no Markdown cells rendered"
+    assert not any("$" in text for text in markdown), "raw $...$ math left in a lab"
+    assert page.eval_on_selector_all(".jp-RenderedMarkdown .katex", "nodes => nodes.length") > 0
+    # Solutions: folded until opened, and each one ran (the cell after it has output).
+    folded = page.eval_on_selector_all("details.lab-solution", "blocks => blocks.map(b => b.open)")
+    assert all(is_open is False for is_open in folded)
+    # The download: a notebook with no outputs, its solutions in Markdown.
+    link = page.get_attribute("a.md-button[download]", "href")
+    response = page.request.get(page.url + link)
+    assert response.ok, link
+    notebook = response.json()
+    assert notebook["nbformat"] == 4
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert code and all(cell["outputs"] == [] for cell in code)
+    assert len(folded) == sum("".join(cell["source"]).startswith("<details>")
+                              for cell in notebook["cells"] if cell["cell_type"] == "markdown")
