@@ -40,7 +40,7 @@ from attnprimer.figures import COUNTING_EXAMPLE, SIGNAL_EXAMPLE, SITE_MODELS, si
 from attnprimer.models import CountingModel, SignalModel
 from attnprimer.positional import POSITIONAL_ENCODINGS, apply_rotary, sinusoidal_encoding
 from attnprimer.tasks import BLANK, CountingTask, SignalTask
-from attnprimer.train import TrainedModel, evaluate, get_trained
+from attnprimer.train import HELD_OUT_SEED, TrainedModel, evaluate, get_trained
 
 __all__ = [
     "COUNTING_LABEL",
@@ -127,10 +127,8 @@ def _layer(prefix: str) -> list[str]:
     return [f"{prefix}.weight", f"{prefix}.bias"]
 
 
-def _exact_match(trained: TrainedModel, held_out: bool) -> dict[str, Any] | None:
-    if not held_out:
-        return None
-    result = evaluate(trained, samples=HELD_OUT_SAMPLES)
+def _exact_match(trained: TrainedModel) -> dict[str, Any]:
+    result = evaluate(trained, samples=HELD_OUT_SAMPLES, seed=HELD_OUT_SEED)
     return {"exact_match": result.exact_match, "samples": result.samples, "seed": result.seed}
 
 
@@ -166,7 +164,7 @@ def export_counting(trained: TrainedModel, *, held_out: bool = True) -> dict[str
         "output_labels": task.output_labels(),
         "num_classes": task.num_classes,
         "hidden": task.hidden,
-        "held_out": _exact_match(trained, held_out),
+        "held_out": _exact_match(trained) if held_out else None,
         "weights": _weights(model, ["queries", *_layer("key_value"), *_layer("norm"),
                                     *_layer("classifier")]),
     }
@@ -218,7 +216,7 @@ def export_signal(trained: TrainedModel, *, held_out: bool = True) -> dict[str, 
         "output_labels": task.output_labels(),
         "num_classes": task.num_classes,
         "hidden": task.hidden,
-        "held_out": _exact_match(trained, held_out),
+        "held_out": _exact_match(trained) if held_out else None,
         "weights": weights,
     }
 
@@ -234,7 +232,10 @@ def _position_base() -> float:
 
 
 def explorer_data(
-    models: Mapping[str, TrainedModel] | None = None, *, held_out: bool = True
+    models: Mapping[str, TrainedModel] | None = None,
+    *,
+    held_out: bool = True,
+    previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the explorer page needs, as one JSON-ready dict.
 
@@ -242,6 +243,10 @@ def explorer_data(
         models: the trained models by their [`explorer_labels`][attnprimer.explorer.explorer_labels]
             name; by default the site's, from the cache (trained on a miss).
         held_out: include each model's held-out exact match.
+        previous: an earlier result of this function (what the file on disk holds). A model
+            exported there exactly as now keeps its held-out exact match from there instead of
+            being evaluated again: evaluation is deterministic, and a warm docs build saves the
+            few seconds it takes.
 
     Returns:
         ``{"format": EXPLORER_FORMAT, "counting": {...}, "signal": {encoding: {...}},
@@ -255,19 +260,51 @@ def explorer_data(
     missing = sorted(set(labels) - set(models))
     if missing:
         raise ValueError(f"no model for {', '.join(missing)}; expected {', '.join(labels)}")
-    counting = {**export_counting(models["counting"], held_out=held_out),
-                "label": labels["counting"]}
-    signal = {
-        encoding: {**export_signal(models[f"signal/{encoding}"], held_out=held_out),
-                   "label": labels[f"signal/{encoding}"]}
-        for encoding in POSITIONAL_ENCODINGS
-    }
+    exports = {"counting": export_counting(models["counting"], held_out=False)}
+    for encoding in POSITIONAL_ENCODINGS:
+        name = f"signal/{encoding}"
+        exports[name] = export_signal(models[name], held_out=False)
+    for name, exported in exports.items():
+        exported["label"] = labels[name]
+        if held_out:
+            exported["held_out"] = (_reusable_held_out(_entry(previous, name), exported)
+                                    or _exact_match(models[name]))
     return {
         "format": EXPLORER_FORMAT,
-        "counting": counting,
-        "signal": signal,
+        "counting": exports["counting"],
+        "signal": {encoding: exports[f"signal/{encoding}"] for encoding in POSITIONAL_ENCODINGS},
         "examples": {"counting": COUNTING_EXAMPLE, "signal": SIGNAL_EXAMPLE},
     }
+
+
+def _entry(data: Any, name: str) -> Any:
+    """The entry of model ``name`` in an earlier ``explorer_data``, or None."""
+    if not isinstance(data, Mapping) or data.get("format") != EXPLORER_FORMAT:
+        return None
+    group, _, encoding = name.partition("/")
+    entry = data.get(group)
+    return entry.get(encoding) if encoding and isinstance(entry, Mapping) else entry
+
+
+def _reusable_held_out(old: Any, new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``old``'s held-out result, if ``old`` exported the very model ``new`` does, on our data."""
+    if not isinstance(old, Mapping):
+        return None
+    result = old.get("held_out")
+    if not (isinstance(result, Mapping) and result.get("samples") == HELD_OUT_SAMPLES
+            and result.get("seed") == HELD_OUT_SEED):
+        return None
+    same = ({key: value for key, value in old.items() if key != "held_out"}
+            == {key: value for key, value in new.items() if key != "held_out"})
+    return dict(result) if same else None
+
+
+def _read(path: Path) -> Any:
+    """What a file written earlier holds, or None if there is no readable one."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def explorer_json(data: Mapping[str, Any]) -> bytes:
@@ -293,7 +330,8 @@ def write_explorer_data(
     Args:
         path: where the file goes; missing folders are made.
         data: what to write; by default [`explorer_data`][attnprimer.explorer.explorer_data]
-            of the site's models.
+            of the site's models, reusing the held-out results of the file already at ``path``
+            for the models that have not changed.
 
     Returns:
         Whether the file was (re)written.
@@ -307,7 +345,9 @@ def write_explorer_data(
         False
     """
     path = Path(path)
-    content = explorer_json(explorer_data() if data is None else data)
+    if data is None:
+        data = explorer_data(previous=_read(path))
+    content = explorer_json(data)
     if path.is_file() and path.read_bytes() == content:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
