@@ -1,0 +1,41 @@
+"""MkDocs hook: export the trained models the attention explorer runs in the browser.
+
+On each build, :func:`attnprimer.explorer.write_explorer_data` writes the weights of the
+site's seed-0 counting model and of the four seed-0 signal models (one per positional
+encoding) into ``.cache/attnprimer/generated/explorer/models.json``; a file that would not
+change is left as it is. It joins the site as ``assets/explorer/models.json``, which
+``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
+
+Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site
+model first, several at a time, so this one only loads them from the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # attnprimer.explorer imports the figures registry, and with it matplotlib
+
+from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
+from mkdocs.structure.files import File, Files  # noqa: E402
+
+from attnprimer.explorer import write_explorer_data  # noqa: E402
+
+GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative to mkdocs.yml
+SITE_PATH = "assets/explorer/models.json"  # explorer.js fetches it from here
+
+log = logging.getLogger("mkdocs.hooks.explorer")
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    path = Path(config.config_file_path).resolve().parent / GENERATED / "models.json"
+    started = time.perf_counter()
+    written = write_explorer_data(path)
+    log.info("explorer: %s %s (%.0f kB) in %.1f s", "wrote" if written else "kept", path,
+             path.stat().st_size / 1000, time.perf_counter() - started)
+    files.append(File.generated(config, SITE_PATH, abs_src_path=str(path)))
+    return files

@@ -1,0 +1,224 @@
+"""The explorer's export: exact weights, only what the forward pass needs, deterministic bytes.
+
+The browser side (that the page computes what PyTorch computes) is tested on the built site,
+in ``tests/site/test_explorer.py``; the claims ``docs/explorer.md`` makes about the models are
+tested here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from attnprimer import explorer
+from attnprimer.explorer import (
+    EXPLORER_FORMAT,
+    decode_array,
+    encode_array,
+    explorer_data,
+    explorer_json,
+    explorer_labels,
+    export_counting,
+    write_explorer_data,
+)
+from attnprimer.positional import POSITIONAL_ENCODINGS, SinusoidalEncoding, apply_rotary
+from attnprimer.train import Evaluation, evaluate, held_out_generator, predict
+
+
+@pytest.fixture(scope="module")
+def models(site_models):
+    """The five trained models the page runs, by their explorer name."""
+    return {name: site_models(label) for name, label in explorer_labels().items()}
+
+
+@pytest.fixture(scope="module")
+def data(models):
+    return explorer_data(models, held_out=False)
+
+
+def _exported(data, name):
+    return data["counting"] if name == "counting" else data["signal"][name.removeprefix("signal/")]
+
+
+def test_encode_array_is_exact_and_little_endian():
+    values = torch.tensor([[1.0, -0.0, 3.4028234663852886e38], [1e-45, 1e-7, -2.5]])
+    entry = encode_array(values)
+    assert entry["shape"] == [2, 3]
+    assert torch.equal(decode_array(entry), values)
+    assert decode_array(entry).view(torch.int32).tolist() == values.view(torch.int32).tolist()
+    assert encode_array(torch.tensor([1.0]))["float32"] == "AACAPw=="  # 0x3f800000, low byte first
+
+
+def test_every_parameter_goes_out_exactly_and_nothing_else(models, data):
+    for name, trained in models.items():
+        exported = _exported(data, name)
+        state = trained.model.state_dict()  # the sinusoidal table is not in it: not persistent
+        assert set(exported["weights"]) == set(state), name
+        for key, entry in exported["weights"].items():
+            expected = state[key]
+            if key == "position.table":  # learned encoding: the rows of the task's positions
+                expected = expected[: trained.task.length]
+            assert entry["shape"] == list(expected.shape), (name, key)
+            assert torch.equal(decode_array(entry), expected), (name, key)
+
+
+def test_the_task_settings_the_page_needs(models, data):
+    counting = data["counting"]
+    task = models["counting"].task
+    assert counting["alphabet"] == task.alphabet == " ABC"
+    assert counting["blank"] == " " and counting["input_length"] == task.max_len == 10
+    assert counting["output_labels"] == ["A", "B", "C"]
+    assert counting["num_classes"] == task.num_classes
+    assert counting["label"] == "counting, seed 0"
+    assert list(data["signal"]) == list(POSITIONAL_ENCODINGS)
+    for encoding, exported in data["signal"].items():
+        task = models[f"signal/{encoding}"].task
+        assert exported["pos_enc"] == task.pos_enc == encoding
+        assert exported["input_length"] == task.length == 11
+        assert exported["letters"] == "ABC" and exported["num_classes"] == task.num_classes
+        if encoding == "learned":
+            assert exported["weights"]["position.table"]["shape"] == [11, 64]
+        else:
+            assert "position.table" not in exported["weights"]
+    assert data["format"] == EXPLORER_FORMAT
+    assert data["examples"] == {"counting": "AACCB CCCB", "signal": "BCACABBAACB"}
+
+
+def test_the_exported_base_reproduces_the_models_encodings(models, data):
+    """The script computes the sinusoid and the rotation from ``position_base``: it must fit."""
+    base = data["signal"]["sinusoidal"]["position_base"]
+    sinusoidal = models["signal/sinusoidal"].model.position
+    assert isinstance(sinusoidal, SinusoidalEncoding)
+    reference = SinusoidalEncoding(64, max_positions=11)
+    torch.testing.assert_close(sinusoidal.table[:11], reference.table, atol=0, rtol=0)
+    x = torch.randn(11, 64, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(apply_rotary(x, base=base), apply_rotary(x), atol=0, rtol=0)
+    assert {exported["position_base"] for exported in data["signal"].values()} == {base}
+
+
+def test_the_held_out_exact_match_is_the_chapters(models):
+    exported = export_counting(models["counting"])
+    result = evaluate(models["counting"])
+    assert exported["held_out"] == {"exact_match": result.exact_match, "samples": 10_000,
+                                    "seed": result.seed}
+
+
+def test_an_unchanged_model_keeps_its_held_out_result_and_a_changed_one_is_evaluated(
+        models, data, monkeypatch):
+    earlier = {"exact_match": 0.5, "samples": 10_000, "seed": 1234}
+    previous = json.loads(explorer_json(data))
+    for entry in [previous["counting"], *previous["signal"].values()]:
+        entry["held_out"] = earlier
+    monkeypatch.setattr(explorer, "evaluate", lambda *args, **kwargs: pytest.fail("evaluated"))
+    again = explorer_data(models, previous=previous)
+    assert [entry["held_out"] for entry in [again["counting"], *again["signal"].values()]] == \
+        [earlier] * 5
+
+    previous["signal"]["rotary"]["weights"]["query"] = encode_array(torch.zeros(1, 64))
+    evaluated = []
+
+    def evaluate_anew(trained, **settings):
+        evaluated.append(trained)
+        return Evaluation(0.25, [0.25], settings["samples"], settings["seed"])
+
+    monkeypatch.setattr(explorer, "evaluate", evaluate_anew)
+    again = explorer_data(models, previous=previous)
+    assert evaluated == [models["signal/rotary"]]
+    assert again["signal"]["rotary"]["held_out"]["exact_match"] == 0.25
+    assert again["signal"]["learned"]["held_out"] == earlier
+
+
+def test_the_file_is_deterministic(models, data):
+    first = explorer_json(data)
+    assert explorer_json(explorer_data(models, held_out=False)) == first
+    assert json.loads(first) == json.loads(json.dumps(data))  # plain JSON: nothing lost
+    assert first.endswith(b"\n") and first.count(b"\n") == 1
+
+
+def test_explorer_data_needs_all_five_models(models):
+    with pytest.raises(ValueError, match="no model for signal/rotary"):
+        explorer_data({name: model for name, model in models.items() if name != "signal/rotary"})
+
+
+def test_write_keeps_an_unchanged_file_and_replaces_a_changed_one(tmp_path, data):
+    path = tmp_path / "explorer" / "models.json"
+    assert write_explorer_data(path, data) is True
+    assert path.read_bytes() == explorer_json(data)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)  # readable by a web server
+    before = path.stat().st_mtime_ns
+    os.utime(path, ns=(before - 10**9, before - 10**9))  # so that a rewrite would show
+    assert write_explorer_data(path, data) is False
+    assert path.stat().st_mtime_ns == before - 10**9
+    assert write_explorer_data(path, {**data, "format": EXPLORER_FORMAT + 1}) is True
+    assert json.loads(path.read_bytes())["format"] == EXPLORER_FORMAT + 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["models.json"]  # no temporary left
+
+
+def test_a_failed_write_leaves_the_old_file_whole(tmp_path, data, monkeypatch):
+    path = tmp_path / "models.json"
+    write_explorer_data(path, {"format": EXPLORER_FORMAT})
+    old = path.read_bytes()
+
+    def crash(source, destination):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(explorer.os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        write_explorer_data(path, data)
+    assert path.read_bytes() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["models.json"]
+
+
+def test_non_site_models_are_refused(models):
+    with pytest.raises(TypeError, match="expected a counting model, got SignalTask"):
+        export_counting(models["signal/none"])
+
+
+# --- the claims of docs/explorer.md -------------------------------------------------------------
+
+
+def test_claim_the_counting_model_gets_ten_as_wrong(models):
+    task, model = models["counting"].task, models["counting"].model
+    tokens = task.encode("A" * task.max_len)
+    _, predictions = predict(model, tokens[None])
+    assert predictions[0].tolist() != task.targets_for(tokens[None])[0].tolist()
+
+
+def test_claim_shuffling_moves_the_counting_weights_with_the_letters(models):
+    task, model = models["counting"].task, models["counting"].model
+    inputs = task.sample(200, held_out_generator()).inputs  # (B, S)
+    order = torch.randperm(task.max_len, generator=torch.Generator().manual_seed(0))
+    output, predictions = predict(model, inputs)
+    shuffled, shuffled_predictions = predict(model, inputs[:, order])
+    assert torch.equal(shuffled_predictions, predictions)
+    torch.testing.assert_close(shuffled.attention["encoder-decoder"],
+                               output.attention["encoder-decoder"][..., order])
+
+
+def test_claim_without_an_encoding_copies_of_a_letter_look_alike(models):
+    task, model = models["signal/none"].task, models["signal/none"].model
+    inputs = task.sample(200, held_out_generator()).inputs  # (B, S)
+    output, predictions = predict(model, inputs)
+    same = inputs[:, :, None] == inputs[:, None, :]  # (B, S, S): positions holding one letter
+    reading = output.attention["encoder-decoder"][:, 0]  # (B, S)
+    # Equal up to float32 rounding (the batched products round each position a little apart).
+    torch.testing.assert_close(reading[:, :, None].expand_as(same)[same],
+                               reading[:, None, :].expand_as(same)[same], atol=1e-6, rtol=0)
+    encoder = output.attention["encoder self"]  # (B, S, S): equal letters, equal rows
+    b, i, j = same.nonzero().unbind(dim=1)
+    torch.testing.assert_close(encoder[b, i], encoder[b, j], atol=1e-6, rtol=0)
+    moved = torch.cat([inputs[:, 1:], inputs[:, :1]], dim=1)  # the signal moved to the end
+    _, moved_predictions = predict(model, moved)
+    assert torch.equal(moved_predictions, predictions)
+
+
+def test_claim_the_rotary_encoder_reads_the_signal_from_every_later_position(models):
+    task, model = models["signal/rotary"].task, models["signal/rotary"].model
+    inputs = task.sample(2000, held_out_generator()).inputs  # (B, S)
+    output, _ = predict(model, inputs)
+    on_signal = output.attention["encoder self"][:, 1:, 0]  # (B, S - 1): later rows, column 0
+    assert on_signal.mean() > 0.9
+    assert (on_signal > 0.5).float().mean() > 0.99  # "almost every position"
