@@ -167,10 +167,11 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
         block.insert(0, summary)
         folded += 1
     notebook = get_relative_url(f"{LABS}/{name}.ipynb", page.file.url)
+    how = get_relative_url(f"{LABS}/", page.file.url) + "#running-a-lab-yourself"
     download = BeautifulSoup(
         f'<p class="lab-download"><a class="md-button" href="{notebook}" download>'
-        f"Download this lab as a notebook</a> Run it where <code>attnprimer</code> is "
-        f"installed (see the README). The solutions are in it, folded.</p>",
+        f'Download this lab as a notebook</a> <span>Run it where <code>attnprimer</code> is '
+        f'installed (<a href="{how}">how</a>); its solutions are folded away.</span></p>',
         "html.parser",
     )
     soup.insert(0, download)

@@ -81,5 +81,8 @@ def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit,
     assert notebook["nbformat"] == 4
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code and all(cell["outputs"] == [] for cell in code)
+    how = page.get_attribute(".lab-download a[href*='#']", "href")  # how to run it
+    address, anchor = how.split("#")
+    assert f'id="{anchor}"' in page.request.get(page.url + address).text()
     assert len(folded) == sum("".join(cell["source"]).startswith("<details>")
                               for cell in notebook["cells"] if cell["cell_type"] == "markdown")
