@@ -16,7 +16,7 @@ NAMES = sorted(EXERCISES)
 
 
 def _flat(message: str) -> str:
-    """The message with its line folding undone (long lines are folded at 88 columns)."""
+    """The message with its line folding undone (long lines are folded at 78 columns)."""
     return " ".join(message.split())
 
 
@@ -175,6 +175,6 @@ def test_an_unknown_exercise_lists_the_known_ones():
 def test_long_lines_are_folded_for_a_notebook_and_keep_their_indent():
     message = _diagnose("sinusoidal_encoding", EXERCISES["sinusoidal_encoding"].mistakes[0].function)
     lines = message.splitlines()
-    assert max(len(line) for line in lines) <= 88
+    assert max(len(line) for line in lines) <= 78  # a notebook output area, unscrolled
     hint = next(index for index, line in enumerate(lines) if "known mistake" in line)
     assert lines[hint].startswith("  This") and lines[hint + 1].startswith("    ")

@@ -65,8 +65,9 @@ module = AdditiveAttention(query_dim=4, key_dim=6, hidden_dim=8)
 query, key = torch.randn(2, 3, 4), torch.randn(2, 5, 6)
 with torch.no_grad():
     expected = module(query, key, key)
-    mine = additive_attention(query, key, key, module.score.query_proj.weight,
-                              module.score.key_proj.weight, module.score.v)
+    score = module.score  # holds W_q, W_k and v
+    mine = additive_attention(query, key, key, score.query_proj.weight,
+                              score.key_proj.weight, score.v)
 for name, a, b in zip(("context", "weights"), mine, expected):
     torch.testing.assert_close(a, b)
     print(f"{name} {tuple(a.shape)}: equal to the module's")
@@ -146,7 +147,8 @@ prediction, attention = predict_one(model, inputs)
 print(f"input   {text}")
 print(f"output  {longer.decode_output(prediction)}")
 print(f"answer  {text[::-1]}.")
-plot_task_attention(longer, inputs, prediction, attention["encoder-decoder"])
+weights = attention["encoder-decoder"]
+plot_task_attention(longer, inputs, prediction, weights)
 
 # %% [markdown]
 # ## Going further

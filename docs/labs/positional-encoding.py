@@ -45,7 +45,8 @@ def sinusoidal_encoding(length, dim):
     pairs = torch.arange(0, dim, 2, dtype=torch.float64)  # 2i: (D/2,)
     speeds = 10_000.0 ** (-pairs / dim)  # radians per position
     angles = positions * speeds  # (L, D/2)
-    encoding = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (L, D/2, 2)
+    pairs = [angles.sin(), angles.cos()]
+    encoding = torch.stack(pairs, dim=-1)  # (L, D/2, 2)
     return encoding.flatten(-2).float()  # (L, D): sin, cos, sin, cos, ...
 
 
@@ -80,7 +81,7 @@ figure
 gram = encoding @ encoding.T  # (L, L): every position against every other
 worst = max((gram.diagonal(offset) - gram.diagonal(offset)[0]).abs().max()
             for offset in range(-63, 64))
-print(f"largest departure from the first entry of its diagonal: {worst:.1e}")
+print(f"largest departure from the start of its diagonal: {worst:.1e}")
 print(f"position 3 . position 8 = {gram[3, 8]:.4f}; "
       f"position 40 . position 45 = {gram[40, 45]:.4f}")
 
@@ -96,7 +97,8 @@ print(f"position 3 . position 8 = {gram[3, 8]:.4f}; "
 # %%
 def halves_encoding(length, dim):
     positions = torch.arange(length, dtype=torch.float64)[:, None]
-    speeds = 10_000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    pairs = torch.arange(0, dim, 2, dtype=torch.float64)
+    speeds = 10_000.0 ** (-pairs / dim)
     angles = positions * speeds  # (L, D/2)
     return torch.cat([angles.sin(), angles.cos()], dim=-1).float()  # (L, D)
 
@@ -124,7 +126,8 @@ for first in "ABC":
     rest = list(SIGNAL_EXAMPLE)
     rest.remove(first)
     order = torch.randperm(len(rest), generator=generator).tolist()
-    text = first + "".join(rest[i] for i in order)  # same letters, `first` first
+    # the same letters, with `first` first
+    text = first + "".join(rest[i] for i in order)
     answer = text[1:].count(first)
     blind, _ = predict_one(none.model, task.encode(text))
     seeing, _ = predict_one(learned.model, task.encode(text))

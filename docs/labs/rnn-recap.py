@@ -36,7 +36,7 @@ torch.manual_seed(0)
 model = Seq2Seq(num_tokens=9, num_outputs=10, embed_dim=32, hidden=64,
                 kind="vanilla")
 for length in (3, 10, 50):
-    tokens = torch.randint(1, 9, (1, length))  # one sequence of `length` letters
+    tokens = torch.randint(1, 9, (1, length))  # one sequence of letters
     memory, final = model.encoder(tokens)
     print(f"{length:2} letters -> memory {tuple(memory.shape)}, "
           f"final {tuple(final.shape)}")
@@ -63,7 +63,8 @@ accuracy = {label: accuracy_by_length(trained, lengths, samples=500)
 figure = Figure(figsize=(6.5, 3.4), layout="constrained")
 axes = figure.add_subplot()
 for label, scores in accuracy.items():
-    axes.plot(lengths, [100 * score for score in scores], marker="o", label=label)
+    percent = [100 * score for score in scores]
+    axes.plot(lengths, percent, marker="o", label=label)
 axes.axvspan(10.5, 14.5, color="0.92", label="longer than in training")
 axes.set_xlabel("input length (letters)")
 axes.set_ylabel("exact match (%)")

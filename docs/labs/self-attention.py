@@ -14,7 +14,8 @@
 import torch
 from torch import nn
 
-from attnprimer import exercises, scaled_dot_product_attention, to_blocked_mask
+from attnprimer import (exercises, scaled_dot_product_attention,
+                        to_blocked_mask)
 from attnprimer.figures import (DIFFERENCE_EXAMPLE, SITE_MODELS,
                                 plot_task_attention)
 from attnprimer.train import get_trained, predict_one
@@ -56,7 +57,8 @@ mask = causal_mask(10)
 before, _ = scaled_dot_product_attention(x, x, x, mask)
 after, _ = scaled_dot_product_attention(changed, changed, changed, mask)
 moved = (after - before).abs().amax(dim=-1)[0]  # (L,) the largest change
-print("largest change of each output:", [f"{m:.2g}" for m in moved.tolist()])
+print("largest change of each output:")
+print([f"{m:.2g}" for m in moved.tolist()])
 
 # %% [markdown]
 # `nn.MultiheadAttention` reads a boolean mask the other way round: True there means
@@ -92,7 +94,8 @@ def merge_heads(x):
 def split_heads(x, num_heads):
     """(B, L, D) -> (B, H, L, Dh)."""
     batch, length, dim = x.shape
-    x = x.reshape(batch, length, num_heads, dim // num_heads)  # (B, L, H, Dh)
+    head_dim = dim // num_heads
+    x = x.reshape(batch, length, num_heads, head_dim)  # (B, L, H, Dh)
     return x.transpose(1, 2)  # (B, H, L, Dh)
 
 

@@ -164,7 +164,7 @@ def _first_problem(exercise: Exercise, function: Callable[..., Any]) -> str | No
     return None if problem is None else _wrap(problem)
 
 
-def _wrap(message: str, width: int = 88) -> str:
+def _wrap(message: str, width: int = 78) -> str:
     """Fold long lines, keeping each line's indent (plus two for its continuations)."""
     lines = []
     for line in message.splitlines():
