@@ -28,7 +28,6 @@ import base64
 import inspect
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,8 @@ from attnprimer.figures import COUNTING_EXAMPLE, SIGNAL_EXAMPLE, SITE_MODELS, si
 from attnprimer.models import CountingModel, SignalModel
 from attnprimer.positional import POSITIONAL_ENCODINGS, apply_rotary, sinusoidal_encoding
 from attnprimer.tasks import BLANK, CountingTask, SignalTask
-from attnprimer.train import HELD_OUT_SEED, TrainedModel, evaluate, get_trained
+from attnprimer.train import (HELD_OUT_SEED, TrainedModel, evaluate, get_trained,
+                              write_atomically)
 
 __all__ = [
     "COUNTING_LABEL",
@@ -351,13 +351,6 @@ def write_explorer_data(
     if path.is_file() and path.read_bytes() == content:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(content)
-        os.chmod(temporary, 0o644)  # a site asset: mkstemp's 0600 would keep it private
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    # A site asset: mkstemp's 0600 would keep it private.
+    write_atomically(path, lambda file: file.write(content), mode=0o644)
     return True

@@ -22,11 +22,12 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -53,6 +54,7 @@ __all__ = [
     "seed_everything",
     "train",
     "train_missing",
+    "write_atomically",
 ]
 
 HELD_OUT_SEED = 1234
@@ -347,15 +349,35 @@ def save_checkpoint(trained: TrainedModel, path: str | os.PathLike) -> Path:
         "train_seconds": trained.train_seconds,
         "source_hash": source_hash(),
     }
+    write_atomically(path, lambda file: torch.save(payload, file))
+    return path
+
+
+def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object],
+                     mode: int | None = None) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then move it into place.
+
+    A reader (or a crash) never sees half a file: ``path`` holds the old content or the
+    new, whole. ``mode`` sets the file's permissions (mkstemp's are 0600).
+
+    Examples:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "note.txt"
+        >>> write_atomically(path, lambda file: file.write(b"whole"))
+        >>> path.read_bytes(), [other.name for other in path.parent.iterdir()]
+        (b'whole', ['note.txt'])
+    """
+    path = Path(path)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
+            write(file)
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return path
 
 
 def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
