@@ -36,20 +36,41 @@ def generator() -> torch.Generator:
 
 @pytest.fixture(scope="session")
 def site_models():
-    """The site's trained models, by label: from the real cache, training what it lacks first.
+    """The site's trained models: ``site_models(model)`` for a ``SiteModel`` of the catalogue,
+    from the real cache, training what it lacks first.
 
     Missing models train in parallel (one per CPU), exactly as the docs build trains them, so
     the claims tests check the very models the pages show.
     """
-    from attnprimer.figures import SITE_MODELS
-    from attnprimer.train import TrainedModel, get_trained, train_missing
+    from attnprimer.cache import train_missing
+    from attnprimer.site_models import SITE_MODELS, SiteModel
+    from attnprimer.train import TrainedModel
 
-    train_missing(SITE_MODELS.values())
-    loaded: dict[str, TrainedModel] = {}
+    train_missing((model.task, model.config) for model in SITE_MODELS)
+    loaded: dict[SiteModel, TrainedModel] = {}
 
-    def get(label: str) -> TrainedModel:
-        if label not in loaded:
-            loaded[label] = get_trained(*SITE_MODELS[label])
-        return loaded[label]
+    def get(model: SiteModel) -> TrainedModel:
+        if model not in SITE_MODELS:
+            raise LookupError(f"{model.label} is not a site model")
+        if model not in loaded:
+            loaded[model] = model.trained()
+        return loaded[model]
 
     return get
+
+
+@pytest.fixture
+def temporary_cache(tmp_path, monkeypatch):
+    """A test that trains caches into its own folder, never into the real cache."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """A tiny counting model, trained once for the training, checkpoint and cache tests."""
+    from attnprimer.train import train
+    from tiny_models import TINY_CONFIG, TINY_TASK
+
+    return train(TINY_TASK, TINY_CONFIG, eval_every=10, eval_samples=100)

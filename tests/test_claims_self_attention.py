@@ -17,7 +17,7 @@ from attnprimer.analysis import (
     mean_self_attention,
     probe_difference_step,
 )
-from attnprimer.figures import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, difference_label
+from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
 from attnprimer.tasks import DifferenceTask
 from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict_one
 
@@ -27,8 +27,9 @@ PLAIN, SELF, PROJECTED = DIFFERENCE_VARIANTS  # the chapter's three variants, in
 
 @pytest.fixture(scope="module")
 def models(site_models):
-    return {variant: [site_models(difference_label(variant, seed)) for seed in SEEDS]
-            for variant in DIFFERENCE_VARIANTS}
+    return {variant: [site_models(site_model("difference", seed=seed, **settings))
+                      for seed in SEEDS]
+            for variant, settings in DIFFERENCE_VARIANTS.items()}
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnprimer.cache import cached_path
+from attnprimer.checkpoints import load_checkpoint, save_checkpoint
 from attnprimer.cli import main
 from attnprimer.tasks import CountingTask
-from attnprimer.train import TrainConfig, cached_path, load_checkpoint, save_checkpoint, train
+from attnprimer.train import TrainConfig, train
 
 TINY = ["--steps", "20", "--hidden", "8"]
 TINY_TASK, TINY_CONFIG = CountingTask(hidden=8), TrainConfig(steps=20, lr=3e-2)
@@ -368,12 +370,33 @@ def test_corrupted_cache_entry_exits_1(run, trained):
 
 def test_figures_renders_the_named_recipes(run, tmp_path):
     out_dir = tmp_path / "figures"
-    code, out, err = run("figures", "qkv_score_table", "--out", str(out_dir))
+    code, out, err = run("figures", "qkv/score_table", "--out", str(out_dir))
     assert code == 0, err
-    written = out_dir / "qkv_score_table.md"
+    written = out_dir / "qkv" / "score_table.md"
     assert written.is_file()
     assert out.strip() == str(written)
     assert written.read_text().startswith("| score |")
+
+
+def test_figures_list_names_every_artifact_with_its_chapter(run):
+    from attnprimer.figures import FIGURES
+
+    code, out, err = run("figures", "--list")
+    assert code == 0, err
+    rows = [line.split(None, 2) for line in out.strip().splitlines()]
+    assert [f"{chapter}/{name}" for chapter, name, _ in rows] == list(FIGURES)
+    assert all(description.strip() for _, _, description in rows)
+
+
+def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
+    import attnprimer.figures.registry as registry
+
+    rendered = []
+    monkeypatch.setattr(registry, "render", lambda entry, out: rendered.append(entry.key) or
+                        (out / f"{entry.key}.md"))
+    code, _, err = run("figures", "rnn-recap", "qkv/score_table", "--out", str(tmp_path))
+    assert code == 0, err
+    assert sorted(rendered) == ["qkv/score_table", "rnn-recap/accuracy", "rnn-recap/length"]
 
 
 # --- as a real process -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from attnprimer.explorer import (
     explorer_data,
     explorer_json,
     explorer_labels,
+    explorer_models,
     export_counting,
     write_explorer_data,
 )
@@ -31,7 +32,7 @@ from attnprimer.train import Evaluation, evaluate, held_out_generator, predict
 @pytest.fixture(scope="module")
 def models(site_models):
     """The five trained models the page runs, by their explorer name."""
-    return {name: site_models(label) for name, label in explorer_labels().items()}
+    return {name: site_models(model) for name, model in explorer_models().items()}
 
 
 @pytest.fixture(scope="module")

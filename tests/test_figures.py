@@ -6,17 +6,21 @@ No test here needs a trained model: recipes that do are exercised by test_claims
 from __future__ import annotations
 
 import re
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-import attnprimer.figures as figures
+import attnprimer.figures.registry as registry_module
+from attnprimer.analysis import own_letter_mass
+from attnprimer.cache import fingerprint
 from attnprimer.figures import (
     FIGURES,
     Recipe,
-    own_letter_mass,
     plot_attention,
     plot_cosine_vs_dot,
     plot_own_letter_mass,
@@ -24,13 +28,12 @@ from attnprimer.figures import (
     plot_score_scaling,
     plot_task_attention,
     plot_training,
-    render,
     render_all,
     save_figure,
 )
+from attnprimer.figures.registry import recipe, render
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
-
 
 
 def softmax_rows(rows: int, cols: int, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
@@ -298,39 +301,78 @@ def test_save_figure_follows_the_suffix_and_makes_folders(tmp_path):
 # --- the registry ------------------------------------------------------------------------------
 
 
-def test_registry_names_are_unique_file_stems():
-    names = [recipe.name for recipe in FIGURES.values()]
-    assert len(names) == len(set(names))
-    assert list(FIGURES) == names  # each recipe is filed under its own name
-    for name in names:
-        assert re.fullmatch(r"[a-z0-9_]+", name), name
+CHAPTERS = sorted(path.stem for path in (Path(__file__).parents[1] / "docs" / "chapters").glob("*.md"))
+
+
+def test_registry_keys_are_chapter_slash_name():
+    keys = [entry.key for entry in FIGURES.values()]
+    assert list(FIGURES) == keys  # each recipe is filed under its own key
+    for entry in FIGURES.values():
+        assert entry.key == f"{entry.chapter}/{entry.name}"
+        assert re.fullmatch(r"[a-z0-9_]+", entry.name), entry.key
+
+
+def test_every_chapter_has_a_figure_module_named_by_its_slug():
+    modules = {entry.module for entry in FIGURES.values()}
+    assert {entry.chapter for entry in FIGURES.values()} == set(CHAPTERS)
+    assert modules == {f"attnprimer.figures.{slug.replace('-', '_')}" for slug in CHAPTERS}
+
+
+def test_every_artifact_name_is_written_literally_in_its_module():
+    for entry in FIGURES.values():
+        source = Path(sys.modules[entry.module].__file__).read_text(encoding="utf-8")
+        assert f'@recipe("{entry.name}",' in source or f'@recipe(\n        "{entry.name}",' \
+            in source, entry.key
+
+
+def test_every_figure_module_stays_short():
+    for module in {entry.module for entry in FIGURES.values()}:
+        lines = Path(sys.modules[module].__file__).read_text(encoding="utf-8").count("\n")
+        assert lines <= 320, (module, lines)
+
+
+def test_every_chapter_uses_exactly_its_own_artifacts_and_all_of_them():
+    docs = Path(__file__).parents[1] / "docs" / "chapters"
+    used = set()
+    for page in docs.glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        used |= set(re.findall(r"figures/([a-z-]+/[a-z0-9_]+)\.svg", text))
+        used |= set(re.findall(r'--8<-- "([a-z-]+/[a-z0-9_]+)\.md"', text))
+    assert used == set(FIGURES)
 
 
 def test_every_recipe_has_a_description():
     assert FIGURES
-    for recipe in FIGURES.values():
-        assert isinstance(recipe, Recipe)
-        assert isinstance(recipe.description, str) and recipe.description.strip(), recipe.name
-        assert callable(recipe.build)
+    for entry in FIGURES.values():
+        assert isinstance(entry, Recipe)
+        assert isinstance(entry.description, str) and entry.description.strip(), entry.key
+        assert callable(entry.build)
 
 
 def test_registering_a_name_twice_is_refused(monkeypatch):
     registry = dict(FIGURES)
-    monkeypatch.setattr(figures, "FIGURES", registry)
-    taken = next(iter(registry))
+    monkeypatch.setattr(registry_module, "FIGURES", registry)
+    taken = FIGURES["qkv/score_table"]
+
+    def score_table() -> str:
+        return "text"
+
+    score_table.__module__ = taken.module
     with pytest.raises(ValueError, match="twice"):
-        figures._recipe(taken, "a second recipe of the same name")(lambda: "text")
-    assert registry[taken] is FIGURES[taken]
+        recipe(taken.name, "a second recipe of the same name")(score_table)
+    assert registry[taken.key] is taken
 
 
 def test_render_writes_svg_for_figures_and_md_for_text(tmp_path):
-    figure_recipe = Recipe("attention_test", _attention_figure, "a heatmap")
-    text_recipe = Recipe("table_test", lambda: "| a |\n|---|\n| 1 |\n", "a table")
+    figure_recipe = Recipe("qkv", "attention_test", _attention_figure, "a heatmap",
+                           "attnprimer.figures.qkv")
+    text_recipe = Recipe("qkv", "table_test", lambda: "| a |\n|---|\n| 1 |\n", "a table",
+                         "attnprimer.figures.qkv")
     svg = render(figure_recipe, tmp_path / "out")
     md = render(text_recipe, tmp_path / "out")
-    assert svg == tmp_path / "out" / "attention_test.svg"
+    assert svg == tmp_path / "out" / "qkv" / "attention_test.svg"
     assert b"<svg" in svg.read_bytes()
-    assert md == tmp_path / "out" / "table_test.md"
+    assert md == tmp_path / "out" / "qkv" / "table_test.md"
     assert md.read_text() == "| a |\n|---|\n| 1 |\n"
 
 
@@ -341,22 +383,65 @@ def test_render_all_keeps_fresh_artifacts_unless_forced(tmp_path, monkeypatch):
         builds.append(1)
         return f"build {len(builds)}\n"
 
-    registry = {"table_test": Recipe("table_test", build, "a table")}
-    monkeypatch.setattr(figures, "FIGURES", registry)
+    registry = {"qkv/table_test": Recipe("qkv", "table_test", build, "a table",
+                                         "attnprimer.figures.qkv")}
+    monkeypatch.setattr(registry_module, "FIGURES", registry)
     out = tmp_path / "out"
-    assert render_all(out) == [out / "table_test.md"]
-    assert render_all(out) == [out / "table_test.md"]
-    assert len(builds) == 1 and (out / "table_test.md").read_text() == "build 1\n"
+    written = out / "qkv" / "table_test.md"
+    assert render_all(out) == [written]
+    assert render_all(out) == [written]
+    assert len(builds) == 1 and written.read_text() == "build 1\n"
     render_all(out, force=True)
-    assert len(builds) == 2 and (out / "table_test.md").read_text() == "build 2\n"
-    (out / "table_test.md").unlink()  # a missing artifact is rebuilt
-    render_all(out, names=["table_test"])
+    assert len(builds) == 2 and written.read_text() == "build 2\n"
+    written.unlink()  # a missing artifact is rebuilt
+    render_all(out, keys=["qkv/table_test"])
     assert len(builds) == 3
+    monkeypatch.setattr(registry_module, "fingerprint", lambda module: "the code changed")
+    render_all(out)  # a stamp from other code is stale
+    assert len(builds) == 4
+
+
+def test_render_all_refuses_an_unknown_key(tmp_path):
+    with pytest.raises(KeyError, match="qkv/no_such_figure"):
+        render_all(tmp_path, keys=["qkv/no_such_figure"])
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the package's source that the fingerprints read instead of the real one."""
+    import attnprimer.cache as cache_module
+
+    copy = tmp_path / "attnprimer"
+    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache_module, "ROOT", copy)
+    return copy
+
+
+def _stamps() -> dict[str, str]:
+    return {key: fingerprint(entry.module) for key, entry in FIGURES.items()}
+
+
+@pytest.mark.parametrize("module, chapter", [("qkv.py", "qkv"), ("rnn_recap.py", "rnn-recap"),
+                                             ("bahdanau.py", "bahdanau")])
+def test_editing_a_chapter_module_rerenders_that_chapter_only(package_copy, module, chapter):
+    before = _stamps()
+    path = package_copy / "figures" / module
+    path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
+    after = _stamps()
+    assert {FIGURES[key].chapter for key in FIGURES if after[key] != before[key]} == {chapter}
+
+
+def test_editing_a_shared_helper_rerenders_every_chapter(package_copy):
+    before = _stamps()
+    path = package_copy / "figures" / "tables.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
+    after = _stamps()
+    assert all(after[key] != before[key] for key in FIGURES)
 
 
 def test_model_free_recipe_renders(tmp_path):
     # The score table needs no trained model; the counting recipes are tested in test_claims.
-    path = render(FIGURES["qkv_score_table"], tmp_path)
+    path = render(FIGURES["qkv/score_table"], tmp_path)
     table = path.read_text().splitlines()
     assert table[0].startswith("| score |")
     assert len([line for line in table if line.startswith("| ")]) == 4  # header + 3 rows

@@ -264,7 +264,7 @@ def test_difference_needs_two_letters_and_projections_need_self_attention():
 
 @pytest.mark.parametrize("self_att, projections", [(False, False), (True, False), (True, True)])
 def test_difference_builds_the_model_its_settings_ask_for(self_att, projections):
-    from attnprimer.models import DifferenceModel
+    from attnprimer.models.difference import DifferenceModel
     from attnprimer.tasks import DifferenceTask
 
     task = DifferenceTask(hidden=8, self_att=self_att, projections=projections)

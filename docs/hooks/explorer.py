@@ -16,14 +16,10 @@ import logging
 import time
 from pathlib import Path
 
-import matplotlib
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
 
-matplotlib.use("Agg")  # attnprimer.explorer imports the figures registry, and with it matplotlib
-
-from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
-from mkdocs.structure.files import File, Files  # noqa: E402
-
-from attnprimer.explorer import write_explorer_data  # noqa: E402
+from attnprimer.explorer import write_explorer_data
 
 GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative to mkdocs.yml
 SITE_PATH = "assets/explorer/models.json"  # explorer.js fetches it from here

@@ -5,12 +5,15 @@ artifacts into ``.cache/attnprimer/generated`` (training any model the cache
 lacks; an artifact already built from the same package source is kept, so a
 warm rebuild takes seconds). Then:
 
-* figures (``<name>.svg``) join the site as ``figures/<name>.svg``; a chapter
-  embeds one with ``![alt](../figures/<name>.svg)``, and strict link
+* figures (``<chapter>/<name>.svg``) join the site as ``figures/<chapter>/<name>.svg``; a
+  chapter embeds one with ``![alt](../figures/<chapter>/<name>.svg)``, and strict link
   validation catches a wrong name;
-* tables and text samples (``<name>.md``) are included by a chapter with
-  ``--8<-- "<name>.md"`` (that folder is a snippets base path, with
+* tables and text samples (``<chapter>/<name>.md``) are included by a chapter with
+  ``--8<-- "<chapter>/<name>.md"`` (that folder is a snippets base path, with
   ``check_paths: true``).
+
+Before rendering, every model of the catalogue (``attnprimer.site_models``) the cache lacks
+is trained, several at a time.
 
 Pages never type a number a model produced: they include what this hook made.
 """
@@ -28,8 +31,9 @@ matplotlib.use("Agg")  # select the backend in code: the environment may say oth
 from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from attnprimer.figures import SITE_MODELS, render_all  # noqa: E402
-from attnprimer.train import train_missing  # noqa: E402
+from attnprimer.cache import train_missing  # noqa: E402
+from attnprimer.figures import render_all  # noqa: E402
+from attnprimer.site_models import SITE_MODELS, SiteModel  # noqa: E402
 
 GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
 SITE_FOLDER = "figures"
@@ -40,13 +44,17 @@ log = logging.getLogger("mkdocs.hooks.figures")
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     out_dir = Path(config.config_file_path).resolve().parent / GENERATED
     started = time.perf_counter()
-    trained = train_missing(SITE_MODELS.values())  # a cold cache fills on every CPU at once
+    # A cold cache fills on every CPU at once.
+    trained = train_missing((model.task, model.config) for model in SITE_MODELS)
     if trained:
-        log.info("figures: trained %d models in %.1f s", len(trained), time.perf_counter() - started)
+        log.info("figures: trained %d models in %.1f s: %s", len(trained),
+                 time.perf_counter() - started,
+                 ", ".join(SiteModel(task, config).label for task, config in trained))
     paths = render_all(out_dir)
     for path in paths:
         if path.suffix == ".svg":
-            files.append(File.generated(config, f"{SITE_FOLDER}/{path.name}", abs_src_path=str(path)))
+            site_path = f"{SITE_FOLDER}/{path.relative_to(out_dir).as_posix()}"
+            files.append(File.generated(config, site_path, abs_src_path=str(path)))
     log.info("figures: %d artifacts ready in %.1f s (%s)", len(paths),
              time.perf_counter() - started, out_dir)
     return files

@@ -40,7 +40,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
-from attnprimer.train import source_hash
+from attnprimer.cache import package_fingerprint
 
 LABS = "labs"  # the folder of docs/ that holds the labs
 PLUGIN = "mkdocs-jupyter"
@@ -123,7 +123,7 @@ def on_config(config: MkDocsConfig) -> None:
         raise PluginError(f"labs hook: {PLUGIN} must run with execute: true and "
                           f"allow_errors: false, so that a failing lab fails the build")
     root = Path(config.config_file_path).resolve().parent / CACHE
-    current = root / source_hash(presentation=True)[:16]
+    current = root / package_fingerprint()[:16]
     if root.is_dir():
         for stale in root.iterdir():  # pages rendered by older package code
             if stale != current and stale.is_dir():

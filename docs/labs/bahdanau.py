@@ -12,8 +12,9 @@
 import torch
 
 from attnprimer import AdditiveAttention, exercises
-from attnprimer.figures import SITE_MODELS, plot_task_attention
-from attnprimer.train import get_trained, predict_one
+from attnprimer.figures import plot_task_attention
+from attnprimer.site_models import site_model
+from attnprimer.train import predict_one
 
 # %% [markdown]
 # ## Exercise: additive attention
@@ -113,7 +114,7 @@ print(exercises.diagnose("additive_attention", no_tanh_attention))
 # A to H.
 
 # %%
-trained = get_trained(*SITE_MODELS["reversal, attention (additive)"])
+trained = site_model("reversal", decoder="attention", score="additive").trained()
 task, model = trained.task, trained.model
 
 text = "ABCDEFG"

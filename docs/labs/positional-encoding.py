@@ -14,8 +14,8 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer import exercises
-from attnprimer.figures import SIGNAL_EXAMPLE, SITE_MODELS, signal_label
-from attnprimer.train import get_trained, predict_one
+from attnprimer.site_models import SIGNAL_EXAMPLE, site_model
+from attnprimer.train import predict_one
 
 # %% [markdown]
 # ## Exercise: the sinusoidal encoding
@@ -115,8 +115,8 @@ print(exercises.diagnose("sinusoidal_encoding", halves_encoding))
 # trains once, in about 20 seconds, and is cached).
 
 # %%
-none = get_trained(*SITE_MODELS[signal_label("none", 0)])
-learned = get_trained(*SITE_MODELS[signal_label("learned", 0)])
+none = site_model("signal", pos_enc="none", seed=0).trained()
+learned = site_model("signal", pos_enc="learned", seed=0).trained()
 task = none.task
 
 generator = torch.Generator().manual_seed(0)

@@ -20,9 +20,9 @@ import torch
 from torch.nn import functional as F
 
 from attnprimer import exercises
-from attnprimer.figures import (COUNTING_EXAMPLE, SITE_MODELS,
-                                plot_task_attention)
-from attnprimer.train import get_trained, predict_one
+from attnprimer.figures import plot_task_attention
+from attnprimer.site_models import COUNTING_EXAMPLE, site_model
+from attnprimer.train import predict_one
 
 # %% [markdown]
 # ## Exercise: scaled dot-product attention
@@ -131,7 +131,7 @@ for dim in (4, 16, 64, 256, 1024):
 # about 15 seconds, and caches it) and score every query against every token's key:
 
 # %%
-trained = get_trained(*SITE_MODELS["counting, seed 0"])
+trained = site_model("counting", seed=0).trained()
 task, model = trained.task, trained.model
 tokens = torch.arange(len(task.alphabet))  # the blank, then A, B, C
 one_hot = F.one_hot(tokens, model.num_tokens).float()  # (V+1, V+1)

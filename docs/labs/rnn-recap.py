@@ -19,9 +19,9 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import accuracy_by_length
-from attnprimer.figures import SITE_MODELS
+from attnprimer.site_models import REVERSAL_DECODERS, site_model
 from attnprimer.rnn import Seq2Seq
-from attnprimer.train import get_trained, held_out_generator
+from attnprimer.train import held_out_generator
 
 # %% [markdown]
 # ## The bottleneck, in shapes
@@ -54,7 +54,7 @@ for length in (3, 10, 50):
 
 # %%
 labels = ["vanilla", "peeky", "attention (additive)"]
-models = {label: get_trained(*SITE_MODELS[f"reversal, {label}"])
+models = {label: site_model("reversal", **REVERSAL_DECODERS[label]).trained()
           for label in labels}
 lengths = list(range(1, 15))
 accuracy = {label: accuracy_by_length(trained, lengths, samples=500)

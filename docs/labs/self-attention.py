@@ -16,9 +16,9 @@ from torch import nn
 
 from attnprimer import (exercises, scaled_dot_product_attention,
                         to_blocked_mask)
-from attnprimer.figures import (DIFFERENCE_EXAMPLE, SITE_MODELS,
-                                plot_task_attention)
-from attnprimer.train import get_trained, predict_one
+from attnprimer.figures import plot_task_attention
+from attnprimer.site_models import DIFFERENCE_EXAMPLE, site_model
+from attnprimer.train import predict_one
 
 # %% [markdown]
 # ## Exercise: a causal mask
@@ -159,7 +159,7 @@ print(f"output {tuple(mine.shape)} and weights {tuple(my_weights.shape)}: "
 # (up to 10 letters from A, B, C and spaces) and run the cell again.
 
 # %%
-trained = get_trained(*SITE_MODELS["difference, self-attention, seed 0"])
+trained = site_model("difference", self_att=True, seed=0).trained()
 task, model = trained.task, trained.model
 text = DIFFERENCE_EXAMPLE
 inputs = task.encode(text)

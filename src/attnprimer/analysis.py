@@ -1,7 +1,7 @@
 """Looking inside trained models: what they read, what they use, and where they fail.
 
 A model that attends somewhere has not necessarily used what it attended to.
-Each function here asks the trained [`DifferenceModel`][attnprimer.models.DifferenceModel] a
+Each function here asks the trained [`DifferenceModel`][attnprimer.models.difference.DifferenceModel] a
 sharper question than "where are the weights?":
 
 * [`difference_step_profile`][attnprimer.analysis.difference_step_profile]: where the difference
@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.train import TrainedModel, held_out_generator, predict
+from attnprimer.train import HELD_OUT_SEED, TrainedModel, held_out_generator, predict
 
 __all__ = [
     "Probe",
@@ -41,8 +41,10 @@ __all__ = [
     "difference_step_profile",
     "encoder_state_probe",
     "encoder_weight_by_token",
+    "errors_by_count",
     "linear_probe",
     "mean_self_attention",
+    "own_letter_mass",
     "probe_difference_step",
     "signal_attention",
 ]
@@ -415,3 +417,54 @@ def encoder_state_probe(trained: TrainedModel, samples: int = 2000,
     return {target: linear_probe(features["fit"], labels["fit"][target], features["score"],
                                  labels["score"][target], classes)
             for target in ("letter j", "letter j - 1")}
+
+
+# --- the counting and signal models ----------------------------------------------------------
+
+
+def own_letter_mass(
+    trained: TrainedModel, samples: int = 2000, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each output step and held-out sequence: the letter's count and the weight on it.
+
+    Returns:
+        ``(counts, mass)``, both (samples, T): how often each step's letter occurs, and the
+        total attention weight that step puts on the positions holding that letter.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
+        >>> counts, mass = own_letter_mass(trained, samples=100)
+        >>> counts.shape, bool((mass[counts == 0] == 0).all())   # no letter, no weight
+        (torch.Size([100, 3]), True)
+    """
+    batch = trained.task.sample(samples, held_out_generator(seed))
+    output, _ = predict(trained.model, batch.inputs)
+    weights = output.attention["encoder-decoder"]  # (B, T, S)
+    letters = torch.arange(1, weights.shape[1] + 1)  # token id of each output step's letter
+    is_letter = batch.inputs[:, None, :] == letters[None, :, None]  # (B, 1, S) == (1, T, 1)
+    return is_letter.sum(-1), (weights * is_letter).sum(-1)  # (B, T) each
+
+
+def errors_by_count(trained: TrainedModel, samples: int = 10_000,
+                    seed: int = HELD_OUT_SEED) -> tuple[torch.Tensor, torch.Tensor]:
+    """How many held-out sequences of each true count a one-step model gets wrong.
+
+    Returns:
+        ``(wrong, seen)``, both (C,): wrong answers and sequences, by the true class of the
+        (only) output step. Every model scored with the same ``seed`` sees the same data.
+
+    Examples:
+        >>> from attnprimer.tasks import SignalTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> wrong, seen = errors_by_count(train(SignalTask(hidden=8), TrainConfig(steps=5)), 200)
+        >>> int(seen.sum()), bool((wrong <= seen).all())
+        (200, True)
+    """
+    classes = trained.task.num_classes
+    batch = trained.task.sample(samples, held_out_generator(seed))
+    _, predictions = predict(trained.model, batch.inputs)
+    truth = batch.targets[:, 0]
+    wrong = torch.bincount(truth[predictions[:, 0] != truth], minlength=classes)
+    return wrong, torch.bincount(truth, minlength=classes)

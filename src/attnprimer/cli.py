@@ -17,19 +17,16 @@ import sys
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from attnprimer.cache import cached_path, get_trained, train_missing
+from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from attnprimer.tasks import TASKS, Task
 from attnprimer.train import (
     HELD_OUT_SEED,
-    CheckpointError,
     TrainConfig,
     TrainedModel,
-    cached_path,
     evaluate,
-    get_trained,
     held_out_generator,
-    load_checkpoint,
     predict_one,
-    save_checkpoint,
     train,
 )
 
@@ -106,7 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=_eval)
 
     figures_parser = commands.add_parser("figures", help="render every figure and table of the site")
-    figures_parser.add_argument("names", nargs="*", help="only these registry entries")
+    figures_parser.add_argument("names", nargs="*", metavar="CHAPTER/NAME",
+                                help="only these artifacts (see --list), or every artifact of a "
+                                     "chapter given as CHAPTER")
+    figures_parser.add_argument("--list", action="store_true",
+                                help="list every artifact: chapter, name and what it shows")
     figures_parser.add_argument("--out", type=Path, default=Path("build/figures"),
                                 help="output folder (default: build/figures)")
     figures_parser.set_defaults(handler=_figures)
@@ -230,14 +231,13 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_site_models(args: argparse.Namespace) -> int:
-    from attnprimer.figures import SITE_MODELS
-    from attnprimer.train import train_missing
+    from attnprimer.site_models import SITE_MODELS
 
-    for task, config in train_missing(SITE_MODELS.values()):
+    for task, config in train_missing((model.task, model.config) for model in SITE_MODELS):
         print(f"trained: {_train_command(task, config)}")
-    for label, (task, config) in SITE_MODELS.items():
-        trained = get_trained(task, config, progress=True)
-        print(f"{label}: {_accuracy_line(trained, evaluate(trained))}")
+    for model in SITE_MODELS:
+        trained = get_trained(model.task, model.config, progress=True)
+        print(f"{model.label}: {_accuracy_line(trained, evaluate(trained))}")
     return 0
 
 
@@ -310,16 +310,23 @@ def _figures(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
     from attnprimer.figures import FIGURES, render_all
+    from attnprimer.site_models import SITE_MODELS
 
-    unknown = sorted(set(args.names) - set(FIGURES))
+    if args.list:
+        width = max(len(recipe.chapter) for recipe in FIGURES.values())
+        for recipe in FIGURES.values():
+            print(f"{recipe.chapter:<{width}}  {recipe.name:<28}  {recipe.description}")
+        return 0
+    chapters = {recipe.chapter for recipe in FIGURES.values()}
+    unknown = sorted(set(args.names) - set(FIGURES) - chapters)
     if unknown:
-        raise UsageError(f"unknown figure {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+        raise UsageError(f"unknown figure {', '.join(unknown)}; "
+                         f"`attnprimer figures --list` lists them")
+    keys = [key for key, recipe in FIGURES.items()
+            if not args.names or key in args.names or recipe.chapter in args.names]
     if not args.names:
-        from attnprimer.figures import SITE_MODELS
-        from attnprimer.train import train_missing
-
-        train_missing(SITE_MODELS.values())
-    for path in render_all(args.out, names=args.names or None, force=True):
+        train_missing((model.task, model.config) for model in SITE_MODELS)
+    for path in render_all(args.out, keys, force=True):
         print(path)
     return 0
 

@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnprimer.figures import COUNTING_EXAMPLE, SIGNAL_EXAMPLE, SITE_MODELS, signal_label
-from attnprimer.models import CountingModel, SignalModel
+from attnprimer.checkpoints import write_atomically
+from attnprimer.models.counting import CountingModel
+from attnprimer.models.signal import SignalModel
 from attnprimer.positional import POSITIONAL_ENCODINGS, apply_rotary, sinusoidal_encoding
 from attnprimer.tasks import BLANK, CountingTask, SignalTask
-from attnprimer.train import (HELD_OUT_SEED, TrainedModel, evaluate, get_trained,
-                              write_atomically)
+from attnprimer.site_models import COUNTING_EXAMPLE, SIGNAL_EXAMPLE, SiteModel, site_model
+from attnprimer.train import HELD_OUT_SEED, TrainedModel, evaluate
 
 __all__ = [
     "COUNTING_LABEL",
@@ -50,6 +51,7 @@ __all__ = [
     "explorer_data",
     "explorer_json",
     "explorer_labels",
+    "explorer_models",
     "export_counting",
     "export_signal",
     "write_explorer_data",
@@ -59,14 +61,27 @@ EXPLORER_FORMAT = 1
 """The version of the exported file's layout; the script refuses any other."""
 
 COUNTING_LABEL = "counting, seed 0"
-"""The [`SITE_MODELS`][attnprimer.figures.SITE_MODELS] label of the counting model the page runs."""
+"""How the page names the counting model it runs."""
 
 HELD_OUT_SAMPLES = 10_000
 """How many held-out sequences the exported exact match is measured on (as in the chapters)."""
 
 
+def explorer_models() -> dict[str, SiteModel]:
+    """The site models the explorer runs, by its name for each (seed 0 of each).
+
+    Examples:
+        >>> explorer_models()["signal/learned"] == site_model("signal", pos_enc="learned")
+        True
+    """
+    models = {"counting": site_model("counting", seed=0)}
+    models.update({f"signal/{encoding}": site_model("signal", pos_enc=encoding, seed=0)
+                   for encoding in POSITIONAL_ENCODINGS})
+    return models
+
+
 def explorer_labels() -> dict[str, str]:
-    """The site models the explorer runs: its name for each -> the model's SITE_MODELS label.
+    """How the page describes each model it runs, by the explorer's name for it.
 
     Examples:
         >>> explorer_labels()["signal/rotary"]
@@ -75,7 +90,7 @@ def explorer_labels() -> dict[str, str]:
         ['counting', 'signal/none', 'signal/learned', 'signal/sinusoidal', 'signal/rotary']
     """
     labels = {"counting": COUNTING_LABEL}
-    labels.update({f"signal/{encoding}": signal_label(encoding, 0)
+    labels.update({f"signal/{encoding}": f"signal, {encoding} encoding, seed 0"
                    for encoding in POSITIONAL_ENCODINGS})
     return labels
 
@@ -252,11 +267,11 @@ def explorer_data(
         ``{"format": EXPLORER_FORMAT, "counting": {...}, "signal": {encoding: {...}},
         "examples": {...}}``, each model exported by
         [`export_counting`][attnprimer.explorer.export_counting] or
-        [`export_signal`][attnprimer.explorer.export_signal], with its SITE_MODELS ``label``.
+        [`export_signal`][attnprimer.explorer.export_signal], with its ``label``.
     """
     labels = explorer_labels()
     if models is None:
-        models = {name: get_trained(*SITE_MODELS[label]) for name, label in labels.items()}
+        models = {name: model.trained() for name, model in explorer_models().items()}
     missing = sorted(set(labels) - set(models))
     if missing:
         raise ValueError(f"no model for {', '.join(missing)}; expected {', '.join(labels)}")

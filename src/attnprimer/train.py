@@ -1,33 +1,21 @@
-"""Train, evaluate, save and cache the toy tasks' models.
+"""Train and evaluate the toy tasks' models.
 
-Everything here is deterministic on the CPU: [`seed_everything`][attnprimer.train.seed_everything] fixes the
-model's initialisation, training batches come from a generator seeded by the
-training seed, and held-out batches from a *different* stream, so that no
-evaluation ever replays the training batches.
+Everything here is deterministic on the CPU:
+[`seed_everything`][attnprimer.train.seed_everything] fixes the model's initialisation,
+training batches come from a generator seeded by the training seed, and held-out batches
+from a *different* stream, so that no evaluation ever replays the training batches.
 
-Trained models are cached on disk (see [`cache_dir`][attnprimer.train.cache_dir]), keyed by the task
-and its settings, the training settings (seed included) and the source code
-of the modules that shape training. A warm docs build retrains nothing; edit a
-model or a task and the affected models retrain by themselves.
+Saving is in [`attnprimer.checkpoints`][attnprimer.checkpoints]; the cache of trained models,
+keyed per model on the code that shapes it, in [`attnprimer.cache`][attnprimer.cache].
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import json
 import math
-import multiprocessing
-import os
 import random
-import tempfile
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import BinaryIO
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -35,26 +23,18 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from attnprimer.models import ModelOutput
-from attnprimer.tasks import Batch, Task, get_task
+from attnprimer.tasks.base import Batch, Task
 
 __all__ = [
-    "CheckpointError",
     "Evaluation",
     "TrainConfig",
     "TrainedModel",
-    "cache_dir",
-    "cached_path",
     "evaluate",
-    "get_trained",
     "held_out_generator",
-    "load_checkpoint",
     "predict",
     "predict_one",
-    "save_checkpoint",
     "seed_everything",
     "train",
-    "train_missing",
-    "write_atomically",
 ]
 
 HELD_OUT_SEED = 1234
@@ -319,241 +299,3 @@ def evaluate(
         per_step = per_step + correct.sum(dim=0).double()
         remaining -= size
     return Evaluation(exact / samples, (per_step / samples).tolist(), samples, seed)
-
-
-# --- checkpoints ---------------------------------------------------------------------------
-
-
-def save_checkpoint(trained: TrainedModel, path: str | os.PathLike) -> Path:
-    """Write ``trained`` to ``path`` atomically: a crash never leaves half a file behind.
-
-    Examples:
-        >>> import tempfile
-        >>> from attnprimer.tasks import CountingTask
-        >>> trained = train(CountingTask(hidden=8), TrainConfig(steps=5))
-        >>> folder = Path(tempfile.mkdtemp())
-        >>> save_checkpoint(trained, folder / "counting.pt").name
-        'counting.pt'
-        >>> load_checkpoint(folder / "counting.pt").config == trained.config
-        True
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "task": trained.task.name,
-        "task_settings": asdict(trained.task),
-        "train_config": asdict(trained.config),
-        "state_dict": trained.model.state_dict(),
-        "history": trained.history,
-        "train_seconds": trained.train_seconds,
-        "source_hash": source_hash(),
-    }
-    write_atomically(path, lambda file: torch.save(payload, file))
-    return path
-
-
-def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object],
-                     mode: int | None = None) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then move it into place.
-
-    A reader (or a crash) never sees half a file: ``path`` holds the old content or the
-    new, whole. ``mode`` sets the file's permissions (mkstemp's are 0600).
-
-    Examples:
-        >>> import tempfile
-        >>> path = Path(tempfile.mkdtemp()) / "note.txt"
-        >>> write_atomically(path, lambda file: file.write(b"whole"))
-        >>> path.read_bytes(), [other.name for other in path.parent.iterdir()]
-        (b'whole', ['note.txt'])
-    """
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            write(file)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
-    """Read a checkpoint written by [`save_checkpoint`][attnprimer.train.save_checkpoint] (with ``weights_only=True``).
-
-    Raises:
-        CheckpointError: the file is missing, corrupted, or not an attnprimer checkpoint.
-
-    Examples:
-        >>> import tempfile
-        >>> damaged = Path(tempfile.mkdtemp()) / "damaged.pt"
-        >>> _ = damaged.write_bytes(b"not a checkpoint")
-        >>> try:
-        ...     load_checkpoint(damaged)
-        ... except CheckpointError as error:
-        ...     print("refused:", str(error).startswith("cannot read checkpoint"))
-        refused: True
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {path}")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises many kinds for a damaged file
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"cannot read checkpoint {path}: {reason}") from None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not an attnprimer checkpoint (format {CHECKPOINT_FORMAT})")
-    try:
-        task = get_task(payload["task"], **payload["task_settings"])
-        config = TrainConfig(**payload["train_config"])
-        model = task.build_model()
-        model.load_state_dict(payload["state_dict"])
-        history, train_seconds = payload["history"], payload["train_seconds"]
-    except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        reason = str(error).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} is incomplete or does not match its task: "
-                              f"{type(error).__name__}: {reason}") from None
-    model.eval()
-    return TrainedModel(task, config, model, history, train_seconds)
-
-
-# --- the cache of trained models -----------------------------------------------------------
-
-# Modules that only present results: editing them never changes a trained model.
-_PRESENTATION_MODULES = frozenset(
-    {"__main__.py", "analysis.py", "cli.py", "cost.py", "exercises.py", "explorer.py", "figures.py",
-     "report.py"}
-)
-
-
-def cache_dir() -> Path:
-    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``.
-
-    Examples:
-        >>> from attnprimer.tasks import CountingTask
-        >>> cached_path(CountingTask(), TrainConfig()).parent == cache_dir() / "models"
-        True
-    """
-    configured = os.environ.get("ATTNPRIMER_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "attnprimer"
-
-
-def source_hash(*, presentation: bool = False) -> str:
-    """A hash of the package code that shapes training, or with ``presentation``, all of it.
-
-    Comments and docstrings are left out, so editing them retrains nothing.
-    """
-    digest = hashlib.sha256()
-    package = Path(__file__).parent
-    for path in sorted(package.rglob("*.py")):
-        if not presentation and path.name in _PRESENTATION_MODULES and path.parent == package:
-            continue
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(code_fingerprint(path.read_text(encoding="utf-8")).encode())
-    return digest.hexdigest()
-
-
-def code_fingerprint(source: str) -> str:
-    r"""What Python runs of ``source``: its syntax tree without docstrings (comments never get in).
-
-    Examples:
-        >>> code_fingerprint('def f():\n    "Doc."\n    return 1  # one') == code_fingerprint(
-        ...     "def f():\n    return 1")
-        True
-        >>> code_fingerprint("x = 1") == code_fingerprint("x = 2")
-        False
-    """
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = node.body[0] if node.body else None
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str)):
-                node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-
-def cached_path(task: Task, config: TrainConfig) -> Path:
-    """The cache file of the model for ``task`` and ``config`` under the current source.
-
-    Examples:
-        >>> from attnprimer.tasks import CountingTask
-        >>> path = cached_path(CountingTask(), TrainConfig(seed=0))
-        >>> path.name.startswith("counting-"), path == cached_path(CountingTask(), TrainConfig(seed=1))
-        (True, False)
-    """
-    key = json.dumps(
-        {"task": task.name, "settings": asdict(task), "train": asdict(config), "source": source_hash()},
-        sort_keys=True,
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return cache_dir() / "models" / f"{task.name}-{digest}.pt"
-
-
-def train_missing(
-    specs: Iterable[tuple[Task, TrainConfig]], *, workers: int | None = None
-) -> list[tuple[Task, TrainConfig]]:
-    """Train and cache every model of ``specs`` the cache lacks, several at a time.
-
-    Each model trains on one thread in its own process (``workers`` of them,
-    default: one per CPU), so a cold cache fills about ``workers`` times faster.
-    Training is deterministic, so the models are the ones
-    [`get_trained`][attnprimer.train.get_trained] would have made one by one.
-
-    Returns:
-        The (task, config) pairs that were trained.
-    """
-    missing = list(dict.fromkeys(
-        (task, config) for task, config in specs if not cached_path(task, config).is_file()
-    ))
-    workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
-    if workers == 1:
-        for task, config in missing:
-            get_trained(task, config)
-        return missing
-    # spawn: a fresh interpreter per worker, whatever threads the parent runs.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        list(pool.map(_train_and_cache, missing))
-    return missing
-
-
-def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
-    get_trained(*spec)
-
-
-def get_trained(task: Task, config: TrainConfig, *, progress: bool = False) -> TrainedModel:
-    """The trained model for ``task`` and ``config``: from the cache, or trained and cached.
-
-    A cache entry that cannot be read is treated as missing and replaced.
-
-    Examples:
-        >>> import os, tempfile
-        >>> from attnprimer.tasks import CountingTask
-        >>> saved = os.environ.get("ATTNPRIMER_CACHE_DIR")
-        >>> os.environ["ATTNPRIMER_CACHE_DIR"] = tempfile.mkdtemp()  # a throwaway cache
-        >>> task, config = CountingTask(hidden=8), TrainConfig(steps=5)
-        >>> first = get_trained(task, config)           # trains, then caches
-        >>> cached_path(task, config).is_file()
-        True
-        >>> second = get_trained(task, config)          # loads from the cache
-        >>> torch.equal(first.model.queries, second.model.queries)
-        True
-        >>> _ = os.environ.pop("ATTNPRIMER_CACHE_DIR")
-        >>> if saved is not None: os.environ["ATTNPRIMER_CACHE_DIR"] = saved
-    """
-    path = cached_path(task, config)
-    if path.is_file():
-        try:
-            return load_checkpoint(path)
-        except CheckpointError:
-            pass
-    trained = train(task, config, progress=progress)
-    save_checkpoint(trained, path)
-    return trained

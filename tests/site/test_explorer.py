@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.explorer import explorer_labels
-from attnprimer.figures import SITE_MODELS
+from attnprimer.explorer import explorer_models
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.train import TrainedModel, get_trained, held_out_generator, predict
+from attnprimer.train import TrainedModel, held_out_generator, predict
 
 SAMPLES = 100
 TOLERANCE = 1e-4
@@ -45,7 +44,7 @@ READ_PAGE = """prefix => {
 
 
 def _trained(name: str) -> TrainedModel:
-    return get_trained(*SITE_MODELS[explorer_labels()[name]])  # built with the site: cached
+    return explorer_models()[name].trained()  # built with the site: cached
 
 
 @pytest.fixture
@@ -89,7 +88,7 @@ def test_the_signal_explorer_computes_what_pytorch_computes(explorer, encoding):
 
 
 def test_the_page_starts_on_the_chapters_examples(explorer):
-    from attnprimer.figures import COUNTING_EXAMPLE, SIGNAL_EXAMPLE
+    from attnprimer.site_models import COUNTING_EXAMPLE, SIGNAL_EXAMPLE
 
     page = explorer.page
     assert page.input_value("#counting-input") == COUNTING_EXAMPLE

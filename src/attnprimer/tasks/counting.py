@@ -9,7 +9,7 @@ that letter occurs, a class from 0 to ``max_len``::
 
 No recurrence or convolution is needed: one learned query per letter attends
 over the input, and what it reads off is enough to count (see
-[`CountingModel`][attnprimer.models.CountingModel]).
+[`CountingModel`][attnprimer.models.counting.CountingModel]).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
-from attnprimer.models import CountingModel
+from attnprimer.models.counting import CountingModel
 from attnprimer.tasks.base import Batch, Task
 
 __all__ = ["CountingTask"]

@@ -9,7 +9,7 @@ difference between the counts of the first two letters::
 
 The last step depends on two other output steps. A model can compute it from
 the input directly, or (with ``self_att``) read it off the other steps through
-self-attention over the outputs (see [`DifferenceModel`][attnprimer.models.DifferenceModel]).
+self-attention over the outputs (see [`DifferenceModel`][attnprimer.models.difference.DifferenceModel]).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnprimer.models import DifferenceModel
+from attnprimer.models.difference import DifferenceModel
 from attnprimer.tasks.counting import CountingTask
 
 __all__ = ["DifferenceTask"]

@@ -23,7 +23,7 @@ from functools import cache
 
 import torch
 
-from attnprimer.models import SignalModel
+from attnprimer.models.signal import SignalModel
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.tasks.base import BLANK, Batch, Task
 

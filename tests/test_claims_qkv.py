@@ -1,7 +1,7 @@
-"""The claims the site makes about its trained models, checked on exactly those models.
+"""The claims of the chapter "Queries, keys and values" about its trained counting models.
 
-These tests use the real model cache (``attnprimer.train.get_trained`` with the configs of
-``attnprimer.figures.SITE_MODELS``), so they share trained models with the docs build: on a
+These tests use the real model cache (the catalogue ``attnprimer.site_models.SITE_MODELS``,
+through the ``site_models`` fixture), so they share trained models with the docs build: on a
 warm cache they only load; on a cold one they train what the site would train.
 """
 
@@ -12,17 +12,11 @@ from collections import Counter
 import pytest
 import torch
 
-from attnprimer.figures import COUNTING_EXAMPLE, SITE_MODELS, own_letter_mass
+from attnprimer.analysis import own_letter_mass
 from attnprimer.report import attended_mainly
+from attnprimer.site_models import COUNTING_EXAMPLE, SITE_MODELS, SiteModel, site_model
 from attnprimer.tasks import CountingTask
-from attnprimer.train import (
-    TrainConfig,
-    TrainedModel,
-    evaluate,
-    get_trained,
-    held_out_generator,
-    predict,
-)
+from attnprimer.train import evaluate, held_out_generator, predict
 
 TARGET = 0.995
 """The project's target: held-out exact match with the default training settings."""
@@ -30,32 +24,21 @@ TARGET = 0.995
 HELD_OUT_SAMPLES = 10_000
 
 
-def _is_default_counting(task, config) -> bool:
-    """Trained with the task's default settings; only the seed varies."""
-    defaults = TrainConfig(**{**CountingTask.train_defaults, "seed": config.seed})
-    return task == CountingTask() and config == defaults
-
-
-COUNTING = [label for label, (task, _) in SITE_MODELS.items() if type(task) is CountingTask]
-DEFAULT_COUNTING = [label for label in COUNTING if _is_default_counting(*SITE_MODELS[label])]
-OTHER_COUNTING = [label for label in COUNTING if label not in DEFAULT_COUNTING]
-SHOWN = "counting, seed 0"
+COUNTING = [model for model in SITE_MODELS if type(model.task) is CountingTask]
+DEFAULT_COUNTING = [model for model in COUNTING
+                    if model == SiteModel.default(CountingTask(), model.config.seed)]
+OTHER_COUNTING = [model for model in COUNTING if model not in DEFAULT_COUNTING]
+SHOWN = site_model("counting", seed=0)
 """The model the chapter's heatmap, sample and attention-mass figure show."""
 
 
 @pytest.fixture(scope="module")
-def site_model(site_models):
-    """Each site model, loaded from the cache (or trained into it) once."""
-    return site_models
-
-
-@pytest.fixture(scope="module")
-def accuracy(site_model):
+def accuracy(site_models):
     scores = {}
 
     def get(label: str):
         if label not in scores:
-            scores[label] = evaluate(site_model(label), samples=HELD_OUT_SAMPLES)
+            scores[label] = evaluate(site_models(label), samples=HELD_OUT_SAMPLES)
         return scores[label]
 
     return get
@@ -63,36 +46,36 @@ def accuracy(site_model):
 
 def test_the_site_shows_several_seeds_of_the_default_model():
     assert len(DEFAULT_COUNTING) >= 3
-    assert len({SITE_MODELS[label][1].seed for label in DEFAULT_COUNTING}) == len(DEFAULT_COUNTING)
+    assert len({model.config.seed for model in DEFAULT_COUNTING}) == len(DEFAULT_COUNTING)
     assert SHOWN in DEFAULT_COUNTING
-    assert SITE_MODELS[SHOWN][1].seed == 0
+    assert SHOWN.config.seed == 0
 
 
-@pytest.mark.parametrize("label", DEFAULT_COUNTING)
+@pytest.mark.parametrize("label", DEFAULT_COUNTING, ids=lambda model: model.label)
 def test_every_seed_reaches_the_target(accuracy, label):
     result = accuracy(label)
     assert result.samples == HELD_OUT_SAMPLES
     assert result.exact_match >= TARGET, f"{label}: {result.exact_match:.2%}"
 
 
-@pytest.mark.parametrize("label", OTHER_COUNTING)
+@pytest.mark.parametrize("label", OTHER_COUNTING, ids=lambda model: model.label)
 def test_the_original_recipe_does_not_reach_the_target(accuracy, label):
     # The chapter: "every seed reaches at least 99.5 % ... and the original recipe does not".
     assert accuracy(label).exact_match < TARGET
 
 
-def test_the_loaded_models_are_the_configured_ones(site_model):
-    for label in COUNTING:
-        trained = site_model(label)
-        assert (trained.task, trained.config) == SITE_MODELS[label]
+def test_the_loaded_models_are_the_configured_ones(site_models):
+    for model in COUNTING:
+        trained = site_models(model)
+        assert (trained.task, trained.config) == (model.task, model.config)
 
 
 # --- the primer's example ----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def example(site_model):
-    trained = site_model(SHOWN)
+def example(site_models):
+    trained = site_models(SHOWN)
     tokens = trained.task.encode(COUNTING_EXAMPLE)
     output, prediction = predict(trained.model, tokens[None])
     return trained, prediction[0], output.attention["encoder-decoder"][0]
@@ -116,8 +99,8 @@ def test_each_query_attends_mainly_to_exactly_its_letter(example):
 
 
 @pytest.fixture(scope="module")
-def letter_mass(site_model):
-    trained = site_model(SHOWN)
+def letter_mass(site_models):
+    trained = site_models(SHOWN)
     counts, mass = own_letter_mass(trained)
     return trained, counts, mass
 
@@ -141,9 +124,9 @@ def test_weight_on_a_letter_is_above_uniform_attention(letter_mass):
     assert (mass[present] > counts[present] / trained.task.max_len).all()
 
 
-@pytest.mark.parametrize("label", DEFAULT_COUNTING)
-def test_shuffling_the_input_changes_no_output(site_model, label):
-    trained = site_model(label)
+@pytest.mark.parametrize("label", DEFAULT_COUNTING, ids=lambda model: model.label)
+def test_shuffling_the_input_changes_no_output(site_models, label):
+    trained = site_models(label)
     inputs = trained.task.sample(500, held_out_generator(7)).inputs
     shuffle = torch.Generator().manual_seed(8)
     shuffled = torch.stack([row[torch.randperm(len(row), generator=shuffle)] for row in inputs])
@@ -155,11 +138,11 @@ def test_shuffling_the_input_changes_no_output(site_model, label):
     torch.testing.assert_close(moved.logits, original.logits, atol=1e-3, rtol=1e-4)
 
 
-@pytest.mark.parametrize("label", OTHER_COUNTING)
-def test_the_original_recipe_misses_the_rare_large_counts(site_model, label):
+@pytest.mark.parametrize("label", OTHER_COUNTING, ids=lambda model: model.label)
+def test_the_original_recipe_misses_the_rare_large_counts(site_models, label):
     """The chapter: the original recipe gets almost no count of seven or more right, and its
     error rate there is far above its rate on the common small counts."""
-    trained = site_model(label)
+    trained = site_models(label)
     batch = trained.task.sample(HELD_OUT_SAMPLES, held_out_generator())
     _, predictions = predict(trained.model, batch.inputs)
     wrong = predictions != batch.targets  # (B, T)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnprimer.analysis import accuracy_by_length, signal_attention
-from attnprimer.figures import SEEDS, signal_label
+from attnprimer.site_models import SEEDS, site_model
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.tasks import SignalTask
 from attnprimer.tasks.signal import multiset_bound
@@ -21,7 +21,8 @@ ENCODED = [encoding for encoding in POSITIONAL_ENCODINGS if encoding != "none"]
 
 @pytest.fixture(scope="module")
 def models(site_models):
-    return {encoding: [site_models(signal_label(encoding, seed)) for seed in SEEDS]
+    return {encoding: [site_models(site_model("signal", pos_enc=encoding, seed=seed))
+                       for seed in SEEDS]
             for encoding in POSITIONAL_ENCODINGS}
 
 
@@ -104,9 +105,10 @@ def test_remaining_errors_are_mostly_the_rare_large_counts(models, encoding):
 @pytest.mark.parametrize("group", ["counting", *ENCODED])
 def test_every_model_is_good_at_its_training_length_only(site_models, group):
     if group == "counting":
-        trained_models = [site_models(f"counting, seed {seed}") for seed in SEEDS]
+        trained_models = [site_models(site_model("counting", seed=seed)) for seed in SEEDS]
     else:
-        trained_models = [site_models(signal_label(group, seed)) for seed in SEEDS]
+        trained_models = [site_models(site_model("signal", pos_enc=group, seed=seed))
+                          for seed in SEEDS]
     for trained in trained_models:
         at_ten, at_twenty = accuracy_by_length(trained, [10, 20])
         assert at_ten >= 0.99

@@ -1,0 +1,292 @@
+"""The cache of trained models, and the fingerprints of code that every cache here keys on.
+
+A trained model is cached on disk (see [`cache_dir`][attnprimer.cache.cache_dir]) under a key
+made of its task and settings, its training settings (seed included) and the *fingerprint of
+the code that shapes it*: the task's module, every package module it imports (the model
+classes, the concept modules they are built from, ...), followed import by import, and the
+training loop with what it imports. The set is derived from the ``import`` statements, never
+kept by hand ([`dependencies`][attnprimer.cache.dependencies]), so
+
+* editing ``tasks/reversal.py`` retrains the reversal models and nothing else;
+* editing ``positional.py`` retrains the models whose task imports it (signal), not the
+  counting models;
+* editing a docstring or a comment retrains nothing: a fingerprint covers the syntax tree
+  Python runs, without docstrings ([`code_fingerprint`][attnprimer.cache.code_fingerprint]).
+
+The same [`fingerprint`][attnprimer.cache.fingerprint] keys the rendered figures (one chapter's
+figure module and what it imports) and the executed labs (the whole package).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import multiprocessing
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from attnprimer.tasks.base import Task
+from attnprimer.train import TrainConfig, TrainedModel, train
+
+__all__ = [
+    "PACKAGE",
+    "TRAINING_MODULES",
+    "cache_dir",
+    "cached_path",
+    "code_fingerprint",
+    "dependencies",
+    "fingerprint",
+    "get_trained",
+    "model_modules",
+    "package_fingerprint",
+    "train_missing",
+]
+
+PACKAGE = "attnprimer"
+ROOT = Path(__file__).parent
+
+TRAINING_MODULES = ("attnprimer.train",)
+"""The training loop: its code (and what it imports) shapes every trained model."""
+
+
+def cache_dir() -> Path:
+    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> cached_path(CountingTask(), TrainConfig()).parent == cache_dir() / "models"
+        True
+    """
+    configured = os.environ.get("ATTNPRIMER_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attnprimer"
+
+
+# --- fingerprints of code -------------------------------------------------------------------
+
+
+def code_fingerprint(source: str) -> str:
+    r"""What Python runs of ``source``: its syntax tree without docstrings (comments never get in).
+
+    Examples:
+        >>> code_fingerprint('def f():\n    "Doc."\n    return 1  # one') == code_fingerprint(
+        ...     "def f():\n    return 1")
+        True
+        >>> code_fingerprint("x = 1") == code_fingerprint("x = 2")
+        False
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def module_path(name: str) -> Path | None:
+    """The source file of package module ``name`` (``attnprimer.x.y``), or None if there is none.
+
+    Examples:
+        >>> module_path("attnprimer.tasks.counting").relative_to(ROOT).as_posix()
+        'tasks/counting.py'
+        >>> module_path("attnprimer.tasks").name, module_path("attnprimer.nothing") is None
+        ('__init__.py', True)
+    """
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = ROOT.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(ROOT).with_suffix("")
+    parts = [part for part in relative.parts if part != "__init__"]
+    return ".".join([PACKAGE, *parts])
+
+
+@functools.cache
+def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, frozenset[str]]:
+    """A module file's fingerprint and the package modules it imports, anywhere in its code.
+
+    ``stamp`` (modification time, size) makes an edited file parse again.
+    """
+    source = path.read_text(encoding="utf-8")
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from ..x import y
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            imported.add(base)
+            imported.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
+    found = frozenset(name for name in imported if module_path(name) is not None)
+    return code_fingerprint(source), found
+
+
+def _read(name: str) -> tuple[str, frozenset[str]]:
+    path = module_path(name)
+    status = path.stat()
+    return _parsed(path, (status.st_mtime_ns, status.st_size))
+
+
+def dependencies(*modules: str) -> tuple[str, ...]:
+    """``modules`` and every package module they import, directly or not, sorted.
+
+    A package's ``__init__`` counts when it is imported by name (``from attnprimer.tasks
+    import X``), not when one of its submodules is (``from attnprimer.tasks.base import X``):
+    what a model is built from is what its code names.
+
+    Examples:
+        >>> deps = dependencies("attnprimer.tasks.counting")
+        >>> "attnprimer.models.counting" in deps, "attnprimer.positional" in deps
+        (True, False)
+        >>> "attnprimer.positional" in dependencies("attnprimer.tasks.signal")
+        True
+    """
+    seen: set[str] = set()
+    waiting = list(modules)
+    while waiting:
+        name = waiting.pop()
+        if name in seen:
+            continue
+        if module_path(name) is None:
+            raise ValueError(f"{name!r} is not a module of the {PACKAGE} package")
+        seen.add(name)
+        waiting.extend(_read(name)[1])
+    return tuple(sorted(seen))
+
+
+def fingerprint(*modules: str) -> str:
+    """A hash of the code of ``modules`` and of everything they import from the package.
+
+    Examples:
+        >>> fingerprint("attnprimer.masks") == fingerprint("attnprimer.masks")
+        True
+        >>> fingerprint("attnprimer.masks") == fingerprint("attnprimer.positional")
+        False
+    """
+    digest = hashlib.sha256()
+    for name in dependencies(*modules):
+        digest.update(name.encode())
+        digest.update(_read(name)[0].encode())
+    return digest.hexdigest()
+
+
+def package_fingerprint() -> str:
+    """A hash of the whole package's code: what a lab, which may use anything, is keyed on."""
+    modules = sorted(_module_name(path) for path in ROOT.rglob("*.py"))
+    return fingerprint(*modules)
+
+
+# --- the cache of trained models -------------------------------------------------------------
+
+
+def model_modules(task: Task) -> tuple[str, ...]:
+    """The modules whose code shapes a model of ``task``: its task module and the training loop.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTask
+        >>> model_modules(ReversalTask())
+        ('attnprimer.tasks.reversal', 'attnprimer.train')
+    """
+    return (type(task).__module__, *TRAINING_MODULES)
+
+
+def cached_path(task: Task, config: TrainConfig) -> Path:
+    """The cache file of the model for ``task`` and ``config`` under the current code.
+
+    Examples:
+        >>> from attnprimer.tasks import CountingTask
+        >>> path = cached_path(CountingTask(), TrainConfig(seed=0))
+        >>> path.name.startswith("counting-"), path == cached_path(CountingTask(), TrainConfig(seed=1))
+        (True, False)
+    """
+    key = json.dumps(
+        {"task": task.name, "settings": asdict(task), "train": asdict(config),
+         "code": fingerprint(*model_modules(task))},
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_dir() / "models" / f"{task.name}-{digest}.pt"
+
+
+def get_trained(task: Task, config: TrainConfig, *, progress: bool = False) -> TrainedModel:
+    """The trained model for ``task`` and ``config``: from the cache, or trained and cached.
+
+    A cache entry that cannot be read is treated as missing and replaced.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from attnprimer.tasks import CountingTask
+        >>> saved = os.environ.get("ATTNPRIMER_CACHE_DIR")
+        >>> os.environ["ATTNPRIMER_CACHE_DIR"] = tempfile.mkdtemp()  # a throwaway cache
+        >>> task, config = CountingTask(hidden=8), TrainConfig(steps=5)
+        >>> first = get_trained(task, config)           # trains, then caches
+        >>> cached_path(task, config).is_file()
+        True
+        >>> second = get_trained(task, config)          # loads from the cache
+        >>> torch.equal(first.model.queries, second.model.queries)
+        True
+        >>> _ = os.environ.pop("ATTNPRIMER_CACHE_DIR")
+        >>> if saved is not None: os.environ["ATTNPRIMER_CACHE_DIR"] = saved
+    """
+    path = cached_path(task, config)
+    if path.is_file():
+        try:
+            return load_checkpoint(path)
+        except CheckpointError:
+            pass
+    trained = train(task, config, progress=progress)
+    save_checkpoint(trained, path)
+    return trained
+
+
+def train_missing(
+    specs: Iterable[tuple[Task, TrainConfig]], *, workers: int | None = None
+) -> list[tuple[Task, TrainConfig]]:
+    """Train and cache every model of ``specs`` the cache lacks, several at a time.
+
+    Each model trains on one thread in its own process (``workers`` of them,
+    default: one per CPU), so a cold cache fills about ``workers`` times faster.
+    Training is deterministic, so the models are the ones
+    [`get_trained`][attnprimer.cache.get_trained] would have made one by one.
+
+    Returns:
+        The (task, config) pairs that were trained.
+    """
+    missing = list(dict.fromkeys(
+        (task, config) for task, config in specs if not cached_path(task, config).is_file()
+    ))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
+    if workers == 1:
+        for task, config in missing:
+            get_trained(task, config)
+        return missing
+    # spawn: a fresh interpreter per worker, whatever threads the parent runs.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        list(pool.map(_train_and_cache, missing))
+    return missing
+
+
+def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
+    get_trained(*spec)

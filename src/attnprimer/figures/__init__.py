@@ -1,0 +1,62 @@
+"""Every figure and table on the site: one module per chapter, and the registry that builds them.
+
+* [`plotting`][attnprimer.figures.plotting]: pure ``plot_*`` helpers shared by the chapters,
+  and reproducible saving; [`mechanisms`][attnprimer.figures.mechanisms]: pure plots of
+  attention on synthetic data; [`tables`][attnprimer.figures.tables]: Markdown tables.
+* One module per chapter, named by the chapter's slug (underscores for dashes):
+  [`rnn_recap`][attnprimer.figures.rnn_recap], [`bahdanau`][attnprimer.figures.bahdanau],
+  [`qkv`][attnprimer.figures.qkv], [`self_attention`][attnprimer.figures.self_attention],
+  [`positional_encoding`][attnprimer.figures.positional_encoding]. Each holds its chapter's
+  own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
+  models from the catalogue ([`attnprimer.site_models`][attnprimer.site_models]) and results
+  from [`attnprimer.analysis`][attnprimer.analysis], then draw or tabulate them.
+* [`registry`][attnprimer.figures.registry]: the recipes by ``<chapter>/<name>``, and
+  [`render_all`][attnprimer.figures.registry.render_all], which writes
+  ``<chapter>/<name>.svg`` or ``.md``. The docs build hook and ``attnprimer figures``
+  (``nox -s figures``) are its two callers, so the site and the files on disk are the same.
+
+Importing this package registers every chapter's recipes.
+"""
+
+from attnprimer.figures import bahdanau, positional_encoding, qkv, rnn_recap, self_attention
+from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
+                                           plot_causal_demo)
+from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,
+                                         plot_attention_grid, plot_length_generalisation,
+                                         plot_task_attention, plot_training, save_figure)
+from attnprimer.figures.positional_encoding import (plot_learned_norms, plot_rotary_scores,
+                                                    plot_signal_attention, plot_sinusoidal)
+from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_own_letter_mass, plot_score_functions,
+                                    plot_score_scaling)
+from attnprimer.figures.registry import FIGURES, Recipe, render_all
+from attnprimer.figures.self_attention import plot_difference_profile
+
+CHAPTERS = (rnn_recap, bahdanau, qkv, self_attention, positional_encoding)
+"""The chapters' figure modules, in reading order."""
+
+__all__ = [
+    "CHAPTERS",
+    "FIGURES",
+    "Recipe",
+    "draw_attention",
+    "plot_accuracy_curves",
+    "plot_attention",
+    "plot_attention_cost",
+    "plot_attention_grid",
+    "plot_attention_patterns",
+    "plot_causal_demo",
+    "plot_cosine_vs_dot",
+    "plot_difference_profile",
+    "plot_learned_norms",
+    "plot_length_generalisation",
+    "plot_own_letter_mass",
+    "plot_rotary_scores",
+    "plot_score_functions",
+    "plot_score_scaling",
+    "plot_signal_attention",
+    "plot_sinusoidal",
+    "plot_task_attention",
+    "plot_training",
+    "render_all",
+    "save_figure",
+]

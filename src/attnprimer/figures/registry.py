@@ -1,0 +1,135 @@
+"""The registry of the site's artifacts (figures and tables), and how they are rendered.
+
+A chapter's figure module (``figures/<slug>.py``, underscores for dashes) registers each of
+its artifacts with [`recipe`][attnprimer.figures.registry.recipe]:
+
+    @recipe("heatmap", "the trained counting model's attention on the primer's example")
+    def counting_heatmap() -> Figure: ...
+
+The recipe's chapter is its module's slug, so the artifact above, registered in
+``figures/qkv.py``, is ``qkv/heatmap``: a page embeds ``figures/qkv/heatmap.svg`` or
+includes ``--8<-- "qkv/heatmap.md"`` for Markdown. A recipe returns a ``Figure`` (saved as
+SVG) or Markdown text (saved as ``.md``).
+
+[`render_all`][attnprimer.figures.registry.render_all] keeps an artifact that was built by
+the same code: each one is stamped with the fingerprint of its chapter's module and every
+package module that module imports ([`attnprimer.cache.fingerprint`][attnprimer.cache.fingerprint]),
+so editing one chapter's figure module re-renders that chapter's artifacts only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from attnprimer.cache import fingerprint
+from attnprimer.figures.plotting import save_figure
+
+__all__ = ["FIGURES", "Recipe", "recipe", "render", "render_all"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build one artifact of the site.
+
+    Attributes:
+        chapter: the slug of the chapter it belongs to (``docs/chapters/<chapter>.md``).
+        name: its name within the chapter; the file is ``<chapter>/<name>.svg`` or ``.md``.
+        build: returns a Figure (saved as SVG) or Markdown text (saved as .md).
+        description: what it shows, for ``attnprimer figures --list`` and the reference.
+        module: the figure module it is registered in (what its stamp is keyed on).
+    """
+
+    chapter: str
+    name: str
+    build: Callable[[], Figure | str]
+    description: str
+    module: str
+
+    @property
+    def key(self) -> str:
+        """``<chapter>/<name>``: how the registry, the CLI and the pages name it."""
+        return f"{self.chapter}/{self.name}"
+
+
+FIGURES: dict[str, Recipe] = {}
+"""Every recipe, by ``<chapter>/<name>``."""
+
+
+def chapter_of(module: str) -> str:
+    """The chapter slug of a figure module: ``attnprimer.figures.rnn_recap`` -> ``rnn-recap``.
+
+    Examples:
+        >>> chapter_of("attnprimer.figures.positional_encoding")
+        'positional-encoding'
+    """
+    return module.rpartition(".")[2].replace("_", "-")
+
+
+def recipe(name: str, description: str) -> Callable[[Callable[[], Figure | str]],
+                                                    Callable[[], Figure | str]]:
+    """Register the decorated function as the artifact ``name`` of its module's chapter."""
+
+    def register(build: Callable[[], Figure | str]) -> Callable[[], Figure | str]:
+        entry = Recipe(chapter_of(build.__module__), name, build, description, build.__module__)
+        if entry.key in FIGURES:
+            raise ValueError(f"recipe {entry.key!r} is registered twice")
+        FIGURES[entry.key] = entry
+        return build
+
+    return register
+
+
+def render(entry: Recipe, out_dir: str | os.PathLike) -> Path:
+    """Build one recipe and write it to ``out_dir/<chapter>/<name>.svg`` (or ``.md``)."""
+    folder = Path(out_dir) / entry.chapter
+    result = entry.build()
+    if isinstance(result, Figure):
+        return save_figure(result, folder / f"{entry.name}.svg")
+    path = folder / f"{entry.name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result, encoding="utf-8")
+    return path
+
+
+def render_all(
+    out_dir: str | os.PathLike, keys: Iterable[str] | None = None, *, force: bool = False
+) -> list[Path]:
+    """Render recipes (all by default) into ``out_dir``; returns the files written or kept.
+
+    Unless ``force``, an artifact built by the same code (its chapter module and what that
+    imports, docstrings and comments aside) is kept as it is: a warm docs build is fast.
+
+    Examples:
+        >>> import tempfile
+        >>> import attnprimer.figures
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> [path.relative_to(folder).as_posix()
+        ...  for path in render_all(folder, keys=["qkv/score_functions"])]
+        ['qkv/score_functions.svg']
+    """
+    out_dir = Path(out_dir)
+    stamps = out_dir / ".stamps"
+    unknown = sorted(set(keys or ()) - set(FIGURES))
+    if unknown:
+        raise KeyError(f"unknown artifact {', '.join(unknown)}")
+    fingerprints: dict[str, str] = {}
+    paths = []
+    for key in keys if keys is not None else FIGURES:
+        entry = FIGURES[key]
+        if entry.module not in fingerprints:
+            fingerprints[entry.module] = fingerprint(entry.module)
+        stamp = stamps / entry.chapter / entry.name
+        built = [path for path in (out_dir / f"{key}.svg", out_dir / f"{key}.md") if path.is_file()]
+        if (not force and built and stamp.is_file()
+                and stamp.read_text() == fingerprints[entry.module]):
+            paths.extend(built)
+            continue
+        paths.append(render(entry, out_dir))
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(fingerprints[entry.module])
+    return paths

@@ -1,0 +1,308 @@
+"""Figures and tables of the chapter "Self-attention" (``docs/chapters/self-attention.md``).
+
+Masks on one set of scores, what a causal mask keeps fixed, the measured cost of attention,
+the shapes inside multi-head attention, and the trained difference models: accuracy and
+training over seeds, their attention on the primer's example, and what the difference step
+reads, uses (ablations and swaps) and holds (probes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from attnprimer.analysis import (block_and_swap, difference_step_profile, encoder_weight_by_token,
+                                 mean_self_attention, probe_difference_step)
+from attnprimer.cost import CostPoint, measure_in_fresh_process
+from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
+                                           plot_causal_demo)
+from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
+                                         plot_attention_grid, plot_task_attention)
+from attnprimer.figures.registry import recipe
+from attnprimer.figures.tables import cell, cli_sample, markdown_table, percent
+from attnprimer.multihead import MultiHeadAttention, split_heads
+from attnprimer.report import attention_report
+from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model,
+                                    site_seeds)
+from attnprimer.tasks import BLANK
+from attnprimer.train import TrainedModel, evaluate, predict_one
+
+__all__ = ["plot_difference_profile"]
+
+
+def plot_difference_profile(
+    profiles: list[tuple[list[int], torch.Tensor]], step_labels: list[str]
+) -> Figure:
+    """Where the difference step's self-attention goes, against count(A) - count(B).
+
+    Args:
+        profiles: one ``(differences, rows)`` per seed, as returned by
+            [`difference_step_profile`][attnprimer.analysis.difference_step_profile].
+        step_labels: names of the output steps, e.g. ``["A", "B", "C", "|A-B|"]``.
+
+    Examples:
+        >>> rows = torch.tensor([[0.1, 0.6, 0.0, 0.3], [0.6, 0.1, 0.0, 0.3]])
+        >>> figure = plot_difference_profile([([-1, 1], rows)], ["A", "B", "C", "|A-B|"])
+        >>> figure.axes[0].get_xlabel()
+        'count(A) - count(B)'
+    """
+    figure = Figure(figsize=(7, 3.8), layout="constrained")
+    axes = figure.add_subplot()
+    colours = [ORANGE, BLUE, GREY, GREEN]
+    styles = ["-", "--", ":"]
+    for seed, (differences, rows) in enumerate(profiles):
+        for step, (label, colour) in enumerate(zip(step_labels, colours, strict=True)):
+            name = "itself" if step == len(step_labels) - 1 else f"step {label}"
+            axes.plot(differences, rows[:, step].numpy(), color=colour, marker=".",
+                      ls=styles[seed % len(styles)], label=name if seed == 0 else None)
+    axes.axvline(0, color=GREY, lw=0.6)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("count(A) - count(B)")
+    axes.set_ylabel("weight the difference step puts on...")
+    axes.legend(fontsize=8, loc="upper center", ncols=len(step_labels))
+    if len(profiles) > 1:
+        seeds = ", ".join(str(seed) for seed in range(len(profiles)))
+        axes.set_title(f"mean over held-out sequences; solid, dashed, dotted: seeds {seeds}",
+                       fontsize=9)
+    return figure
+
+
+# --- the difference models --------------------------------------------------------------------
+
+SHORT_NAMES = {"self-attention": "no projections", "self-attention with W_q, W_k, W_v": "W_q, W_k, W_v"}
+"""The variants with self-attention, by the short names of the grids and tables."""
+
+
+def _difference_models(variant: str) -> list[TrainedModel]:
+    return [model.trained() for model in site_seeds("difference", **DIFFERENCE_VARIANTS[variant])]
+
+
+def _self_attention_models() -> list[tuple[str, int, TrainedModel]]:
+    """(short variant name, seed, model) for every difference model with self-attention."""
+    return [(short, seed, trained) for variant, short in SHORT_NAMES.items()
+            for seed, trained in zip(SEEDS, _difference_models(variant), strict=True)]
+
+
+@recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
+def difference_accuracy() -> str:
+    first = site_model("difference", self_att=True).trained()
+    labels = first.task.output_labels()
+    rows, summary = [], []
+    for variant in DIFFERENCE_VARIANTS:
+        results = [evaluate(trained) for trained in _difference_models(variant)]
+        for seed, result in zip(SEEDS, results, strict=True):
+            rows.append([variant, seed, f"**{percent(result.exact_match)}**",
+                         *(percent(accuracy) for accuracy in result.per_step)])
+        exact = np.asarray([result.exact_match for result in results])
+        summary.append(f"{variant}: mean {percent(exact.mean())}, "
+                       f"from {percent(exact.min())} to {percent(exact.max())}")
+    config = first.config
+    return markdown_table(
+        ["model", "seed", "exact match", *map(cell, labels)], rows,
+        caption=f"Exact match: all {len(labels)} outputs right. Each model scored on "
+                f"{results[0].samples:,} held-out sequences; trained {config.steps:,} steps, "
+                f"batches of {config.batch_size}, Adam from lr {config.lr:g} with "
+                f"{config.schedule} decay. Over the seeds: " + "; ".join(summary) + ".")
+
+
+@recipe("difference_training", "held-out exact match while training, per variant, over seeds")
+def difference_training() -> Figure:
+    return plot_accuracy_curves({variant: [trained.history for trained in
+                                           _difference_models(variant)]
+                                 for variant in DIFFERENCE_VARIANTS})
+
+
+def _difference_example(variant: str):
+    trained = site_model("difference", **DIFFERENCE_VARIANTS[variant]).trained()
+    tokens = trained.task.encode(DIFFERENCE_EXAMPLE)
+    return (trained.task, tokens, *predict_one(trained.model, tokens))
+
+
+def _difference_heatmap(variant: str) -> Figure:
+    task, tokens, prediction, attention = _difference_example(variant)
+    return plot_task_attention(task, tokens, prediction, attention["encoder-decoder"],
+                               self_weights=attention.get("self"))
+
+
+def _difference_sample(variant: str) -> str:
+    task, tokens, prediction, attention = _difference_example(variant)
+    report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
+    flags = "".join(f" --{name.replace('_', '-')}" for name in DIFFERENCE_VARIANTS[variant])
+    return cli_sample(f'attnprimer test difference{flags} --input "{DIFFERENCE_EXAMPLE}"', report)
+
+
+@recipe("difference_heatmap_plain",
+        "attention of the difference model (no self-attention, seed 0) on the primer's example")
+def difference_heatmap_plain() -> Figure:
+    return _difference_heatmap("no self-attention")
+
+
+@recipe("difference_heatmap_self",
+        "attention of the difference model (self-attention, seed 0) on the primer's example")
+def difference_heatmap_self() -> Figure:
+    return _difference_heatmap("self-attention")
+
+
+@recipe("difference_sample_plain",
+        "`attnprimer test difference` (no self-attention, seed 0) on the primer's example")
+def difference_sample_plain() -> str:
+    return _difference_sample("no self-attention")
+
+
+@recipe("difference_sample_self",
+        "`attnprimer test difference` (self-attention, seed 0) on the primer's example")
+def difference_sample_self() -> str:
+    return _difference_sample("self-attention")
+
+
+@recipe("difference_encoder_weights", "where the difference step reads the input, per variant")
+def difference_encoder_weights() -> str:
+    task = site_model("difference", self_att=True).task
+    kinds = ["blank" if char == BLANK else char for char in task.alphabet]
+    rows = []
+    for variant in DIFFERENCE_VARIANTS:
+        weights = torch.stack([encoder_weight_by_token(trained)
+                               for trained in _difference_models(variant)])  # (seeds, V + 1)
+        low, mean, high = weights.amin(0), weights.mean(0), weights.amax(0)
+        rows.append([variant, *(f"{m:.3f} ({lo:.3f}–{hi:.3f})"
+                                for lo, m, hi in zip(low, mean, high, strict=True))])
+    return markdown_table(
+        ["model", *(f"one {kind}" for kind in kinds)], rows,
+        caption=f"Mean weight the difference step's encoder-decoder attention gives one input "
+                f"position holding each kind of token, over 5,000 held-out sequences and "
+                f"{len(SEEDS)} seeds (range in brackets). Even attention would give "
+                f"1/{task.max_len} = {1 / task.max_len:.3f} to every kind.")
+
+
+@recipe("difference_self_means", "mean self-attention of every self-attention model")
+def difference_self_means() -> Figure:
+    models = _self_attention_models()
+    matrices = {f"{short}, seed {seed}": mean_self_attention(trained)
+                for short, seed, trained in models}
+    return plot_attention_grid(matrices, models[0][2].task.output_labels(), columns=len(SEEDS))
+
+
+@recipe("difference_profile", "the difference step's self-attention against count(A) - count(B)")
+def difference_profile() -> Figure:
+    models = _difference_models("self-attention")
+    profiles = [difference_step_profile(trained) for trained in models]
+    return plot_difference_profile(profiles, models[0].task.output_labels())
+
+
+@recipe("difference_interventions", "the difference step's accuracy under ablations and swaps")
+def difference_interventions() -> str:
+    columns = {f"{short}<br>seed {seed}": block_and_swap(trained)
+               for short, seed, trained in _self_attention_models()}
+    conditions = list(next(iter(columns.values())))
+    return markdown_table(
+        ["the difference step...", *columns],
+        [[condition, *(percent(results[condition]) for results in columns.values())]
+         for condition in conditions],
+        caption="Accuracy of the difference step on the 10,000 held-out sequences minus those "
+                "with count(A) = count(B), where no count is the larger.")
+
+
+@recipe("difference_probes", "linear probes on the difference step's state, per variant")
+def difference_probes() -> str:
+    results = {variant: [probe_difference_step(trained, samples=5000)
+                         for trained in _difference_models(variant)]
+               for variant in DIFFERENCE_VARIANTS}
+    keys = list(dict.fromkeys((probe.target, probe.state)
+                              for runs in results.values() for run in runs for probe in run))
+    rows = []
+    for target, state in keys:
+        cells = []
+        for runs in results.values():
+            values = [probe.accuracy for run in runs for probe in run
+                      if (probe.target, probe.state) == (target, state)]
+            cells.append("—" if not values else f"{percent(float(np.mean(values)))} "
+                         f"({100 * min(values):.1f}–{100 * max(values):.1f})")
+        rows.append([cell(target), f"{state} self-attention", *cells])
+    return markdown_table(
+        ["probe reads", "from the difference step's state", *results], rows, align="ll" + "r" * 3,
+        caption=f"Mean over {len(SEEDS)} seeds (range in brackets). Probes are multinomial "
+                "logistic regressions fitted on 5,000 held-out sequences and scored on 5,000 "
+                "others. Without self-attention, *before* is the state the classifier reads.")
+
+
+# --- attention on its own -----------------------------------------------------------------------
+
+
+@recipe("patterns", "soft, hard, padded, causal and local attention on the same scores")
+def patterns() -> Figure:
+    return plot_attention_patterns()
+
+
+@recipe("causal", "which outputs move when later inputs change, with and without a mask")
+def causal() -> Figure:
+    return plot_causal_demo()
+
+
+@functools.cache
+def _cost_points() -> tuple[CostPoint, ...]:
+    """One measurement per process, shared by the cost figure and table so they agree."""
+    return tuple(measure_in_fresh_process())
+
+
+@recipe("cost", "time and peak memory of attention against sequence length (measured)")
+def cost() -> Figure:
+    return plot_attention_cost(_cost_points())
+
+
+@recipe("cost_table", "the measured cost numbers, with the growth per doubling of L")
+def cost_table() -> str:
+    points = _cost_points()
+    names = list(dict.fromkeys(point.implementation for point in points))
+    lengths = sorted({point.length for point in points})
+    by = {(point.implementation, point.length): point for point in points}
+    rows = []
+    for length in lengths:
+        cells = []
+        for name in names:
+            point = by[name, length]
+            memory = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.1f} MiB"
+            cells += [f"{point.seconds * 1e3:.2f} ms", memory]
+        rows.append([f"{length:,}", *cells])
+    growth = []
+    for name in names:
+        first, last = by[name, lengths[-2]], by[name, lengths[-1]]
+        memory = ("" if not first.peak_bytes or not last.peak_bytes
+                  else f", memory × {last.peak_bytes / first.peak_bytes:.1f}")
+        growth.append(f"{name}: time × {last.seconds / first.seconds:.1f}{memory}")
+    return markdown_table(
+        ["L", *(f"{name}: {what}" for name in names for what in ("time", "memory"))], rows,
+        align="r" * (1 + 2 * len(names)),
+        caption=f"From L = {lengths[-2]:,} to {lengths[-1]:,}: " + "; ".join(growth) + ". "
+                f"One sequence, H = 4 heads of Dh = 64, float32, {torch.get_num_threads()} "
+                "threads, fastest of 3 calls (median of 3 for memory), measured when this page "
+                "was built.")
+
+
+@recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
+def multihead_shapes() -> str:
+    batch, length, memory_length, dim, heads = 2, 5, 7, 8, 2
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        attention = MultiHeadAttention(dim, heads)
+    x = torch.randn(batch, length, dim)
+    memory = torch.randn(batch, memory_length, dim)
+    q = split_heads(attention.query_proj(x), heads)
+    k = split_heads(attention.key_proj(memory), heads)
+    output, weights = attention(x, memory)
+    v = split_heads(attention.value_proj(memory), heads)
+    rows = [
+        ("queries come from x", "x", x),
+        ("keys and values from memory", "memory", memory),
+        ("project, then split_heads", "q = split_heads(W_q x)", q),
+        ("", "k = split_heads(W_k memory)", k),
+        ("one score per (head, query, key)", "weights", weights),
+        ("weighted values, per head", "weights @ v", weights @ v),
+        ("merge_heads, then W_o", "output", output),
+    ]
+    lines = [f"B={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
+             f"Dh=D/H={dim // heads}"]
+    lines += [f"{name:<28}{str(tuple(tensor.shape)):<16}{note}" for note, name, tensor in rows]
+    return "```text\n" + "\n".join(lines) + "\n```\n"

@@ -1,0 +1,78 @@
+"""Markdown for the site's tables and command-line samples.
+
+Recipes that return text build it from these few helpers, so that every table on the site
+writes percentages, cells and captions the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+__all__ = ["cell", "cli_sample", "markdown_table", "percent"]
+
+
+def percent(value: float, digits: int = 2) -> str:
+    """A fraction as a percentage with a non-breaking space before the sign.
+
+    Examples:
+        >>> percent(0.99751)
+        '99.75&nbsp;%'
+    """
+    return f"{value:.{digits}%}".replace("%", "&nbsp;%")
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (``|A-B|`` would end the cell).
+
+    Examples:
+        >>> cell("|A-B|")
+        '\\\\|A-B\\\\|'
+    """
+    return text.replace("|", "\\|")
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]],
+                   align: str = "", caption: str = "") -> str:
+    """A Markdown table, then an optional caption paragraph.
+
+    Args:
+        header: the column titles.
+        rows: one sequence of cells per row (converted with ``str``).
+        align: one letter per column, ``l`` (left) or ``r`` (right); default: the first
+            column left, the others right.
+        caption: a paragraph under the table.
+
+    Examples:
+        >>> print(markdown_table(["model", "accuracy"], [["a", "99&nbsp;%"]], caption="Note."))
+        | model | accuracy |
+        |---|--:|
+        | a | 99&nbsp;% |
+        <BLANKLINE>
+        Note.
+        <BLANKLINE>
+    """
+    align = align or "l" + "r" * (len(header) - 1)
+    if len(align) != len(header):
+        raise ValueError(f"align has {len(align)} letters for {len(header)} columns")
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "".join("--:|" if letter == "r" else "---|" for letter in align)]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"a row has {len(row)} cells for {len(header)} columns: {row!r}")
+        lines.append("| " + " | ".join(str(value) for value in row) + " |")
+    if caption:
+        lines += ["", caption]
+    return "\n".join(lines) + "\n"
+
+
+def cli_sample(command: str, output: str) -> str:
+    """A fenced block showing ``$ command`` and what it printed.
+
+    Examples:
+        >>> print(cli_sample("attnprimer test counting", "A=2"), end="")
+        ```text
+        $ attnprimer test counting
+        A=2
+        ```
+    """
+    return f"```text\n$ {command}\n{output}\n```\n"

@@ -1,0 +1,68 @@
+"""The counting model: attention with nothing else around it.
+
+[`CountingModel`][attnprimer.models.counting.CountingModel] has no recurrence, no convolution
+and no position information. Each output step owns one learned query vector; the input
+tokens become keys and values; the context a query reads is classified into a count.
+
+Shape legend: B batch, S input length, T output steps (= number of queries),
+D hidden size, C classes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from attnprimer.dot_product import scaled_dot_product_attention
+from attnprimer.models import ModelOutput
+
+__all__ = ["CountingModel"]
+
+
+# --8<-- [start:counting_model]
+class CountingModel(nn.Module):
+    """One learned query per output step attends over the embedded input tokens.
+
+    Keys and values are the same vectors, a linear map of each token's one-hot
+    code. The queries start at zero, so at initialisation every query attends
+    uniformly; training moves each query towards the key of "its" letter. The
+    context a query reads is added to the query (a residual), normalised, and
+    classified into a count.
+
+    Args:
+        num_tokens: number of distinct input tokens (letters + blank).
+        num_queries: T, the number of output steps.
+        num_classes: C, the classes per output step (counts 0..max_len).
+        hidden: D.
+
+    Examples:
+        >>> model = CountingModel(num_tokens=4, num_queries=3, num_classes=11, hidden=16)
+        >>> output = model(torch.tensor([[1, 1, 0, 2, 3]]))  # "AA BC"
+        >>> output.logits.shape, output.attention["encoder-decoder"].shape
+        (torch.Size([1, 3, 11]), torch.Size([1, 3, 5]))
+    """
+
+    def __init__(self, num_tokens: int, num_queries: int, num_classes: int, hidden: int) -> None:
+        super().__init__()
+        self.num_tokens = num_tokens
+        self.queries = nn.Parameter(torch.zeros(num_queries, hidden))  # (T, D)
+        self.key_value = nn.Linear(num_tokens, hidden)  # one-hot token -> key = value
+        self.norm = nn.LayerNorm(hidden)
+        self.classifier = nn.Linear(hidden, num_classes)
+
+    def forward(self, tokens: torch.Tensor) -> ModelOutput:
+        """tokens (B, S) -> logits (B, T, C) and weights ``{"encoder-decoder": (B, T, S)}``."""
+        hidden, weights = self.read(tokens)  # (B, T, D), (B, T, S)
+        logits = self.classifier(hidden)  # (B, T, D) -> (B, T, C)
+        return ModelOutput(logits, {"encoder-decoder": weights})
+
+    def read(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What each query reads: hidden states (B, T, D) and the weights (B, T, S) it used."""
+        batch = tokens.shape[0]
+        one_hot = F.one_hot(tokens, self.num_tokens).float()  # (B, S) -> (B, S, V+1)
+        keys = self.key_value(one_hot)  # (B, S, V+1) -> (B, S, D); values = keys
+        queries = self.queries.expand(batch, -1, -1)  # (T, D) -> (B, T, D)
+        context, weights = scaled_dot_product_attention(queries, keys, keys)  # (B, T, D), (B, T, S)
+        return self.norm(context + queries), weights  # residual, then layer norm: (B, T, D)
+# --8<-- [end:counting_model]

@@ -1,0 +1,176 @@
+"""The catalogue: every trained model the site's pages, labs, explorer and claims tests use.
+
+Each entry is a [`SiteModel`][attnprimer.site_models.SiteModel], a task (with its model
+settings) and a training config. Code that needs one asks for it by its settings:
+
+    >>> site_model("signal", pos_enc="learned", seed=0).task
+    SignalTask(max_len=10, vocab_size=3, hidden=64, pos_enc='learned')
+
+Settings left out take the task's defaults (and its ``train_defaults``), so a lookup names
+exactly one model, and a lookup of a model the site does not train is an error rather than a
+silent training run. ``attnprimer train all``, ``nox -s train`` and ``nox -s bench`` read
+[`SITE_MODELS`][attnprimer.site_models.SITE_MODELS]; the docs build trains whatever of it the
+cache lacks before rendering a figure. Importing this module does not import matplotlib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from attnprimer.cache import get_trained
+from attnprimer.positional import POSITIONAL_ENCODINGS
+from attnprimer.tasks import TASKS, CountingTask, DifferenceTask, ReversalTask, SignalTask, Task
+from attnprimer.train import TrainConfig, TrainedModel
+
+__all__ = [
+    "COUNTING_EXAMPLE",
+    "DIFFERENCE_EXAMPLE",
+    "DIFFERENCE_VARIANTS",
+    "ORIGINAL_COUNTING_RECIPE",
+    "REVERSAL_DECODERS",
+    "REVERSAL_EXAMPLE",
+    "SEEDS",
+    "SIGNAL_EXAMPLE",
+    "SITE_MODELS",
+    "SiteModel",
+    "site_model",
+    "site_seeds",
+]
+
+SEEDS = (0, 1, 2)
+"""The training seeds of every model the site compares across seeds."""
+
+
+@dataclass(frozen=True)
+class SiteModel:
+    """One trained model of the site: what to learn and how.
+
+    Attributes:
+        task: the task, with the model's settings.
+        config: the training settings, seed included.
+    """
+
+    task: Task
+    config: TrainConfig
+
+    @classmethod
+    def default(cls, task: Task, seed: int) -> SiteModel:
+        """``task`` trained with its ``train_defaults`` and ``seed``."""
+        return cls(task, TrainConfig(**{**type(task).train_defaults, "seed": seed}))
+
+    @property
+    def label(self) -> str:
+        """A short description: the task and every setting that is not its default.
+
+        Examples:
+            >>> site_model("reversal", decoder="vanilla").label
+            'reversal decoder=vanilla seed=0'
+        """
+        defaults = SiteModel.default(type(self.task)(), self.config.seed)
+        changed = [f"{name}={value}" for name, value in asdict(self.task).items()
+                   if value != getattr(defaults.task, name)]
+        changed += [f"{name}={value}" for name, value in asdict(self.config).items()
+                    if name != "seed" and value != getattr(defaults.config, name)]
+        return " ".join([self.task.name, *changed, f"seed={self.config.seed}"])
+
+    def trained(self) -> TrainedModel:
+        """The trained model: from the cache, or trained (and cached) now."""
+        return get_trained(self.task, self.config)
+
+
+ORIGINAL_COUNTING_RECIPE: dict[str, Any] = {"steps": 2000, "lr": 1e-2, "schedule": "constant"}
+"""The original primer's counting recipe: the QKV page compares it with ours."""
+
+DIFFERENCE_VARIANTS: dict[str, dict[str, bool]] = {
+    "no self-attention": {},
+    "self-attention": {"self_att": True},
+    "self-attention with W_q, W_k, W_v": {"self_att": True, "projections": True},
+}
+"""The difference models the self-attention chapter compares, by name: their task settings."""
+
+REVERSAL_DECODERS: dict[str, dict[str, str]] = {
+    "vanilla": {"decoder": "vanilla"},
+    "peeky": {"decoder": "peeky"},
+    "attention (additive)": {"decoder": "attention", "score": "additive"},
+    "attention (dot)": {"decoder": "attention", "score": "dot"},
+}
+"""The encoder-decoders of the RNN chapters, by name: their task settings (one seed each)."""
+
+SITE_MODELS: tuple[SiteModel, ...] = (
+    *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
+    SiteModel(CountingTask(), TrainConfig(**ORIGINAL_COUNTING_RECIPE, seed=0)),
+    *(SiteModel.default(DifferenceTask(**settings), seed)
+      for settings in DIFFERENCE_VARIANTS.values() for seed in SEEDS),
+    *(SiteModel.default(SignalTask(pos_enc=encoding), seed)
+      for encoding in POSITIONAL_ENCODINGS for seed in SEEDS),
+    *(SiteModel.default(ReversalTask(**settings), 0) for settings in REVERSAL_DECODERS.values()),
+)
+"""Every trained model the site uses."""
+
+
+COUNTING_EXAMPLE = "AACCB CCCB"
+"""The counting example of the original primer's README (the QKV page, the explorer)."""
+
+DIFFERENCE_EXAMPLE = "BBBA ACABB"
+"""The example of the original primer's difference README (the self-attention page)."""
+
+SIGNAL_EXAMPLE = "BCACABBAACB"
+"""The signal example of the original primer's README: signal B, three more Bs."""
+
+REVERSAL_EXAMPLE = "HEADBADGE"
+"""The reversal example the Bahdanau page decodes and aligns."""
+
+
+def site_model(task: str, *, seed: int = 0, **settings: Any) -> SiteModel:
+    """The site's model of ``task`` with these settings (task or training ones) and ``seed``.
+
+    Raises:
+        LookupError: the site trains no such model (the message lists the ones it has).
+
+    Examples:
+        >>> site_model("counting", seed=2).config.seed
+        2
+        >>> site_model("counting", **ORIGINAL_COUNTING_RECIPE).config.schedule
+        'constant'
+        >>> site_model("signal", pos_enc="learned", seed=7)
+        Traceback (most recent call last):
+        ...
+        LookupError: the site has no model signal pos_enc=learned seed=7; ...
+    """
+    wanted = _build(task, seed, settings)
+    if wanted not in SITE_MODELS:
+        known = ", ".join(model.label for model in SITE_MODELS if model.task.name == task)
+        raise LookupError(f"the site has no model {wanted.label}; its {task} models: "
+                          f"{known or 'none'}")
+    return wanted
+
+
+def site_seeds(task: str, **settings: Any) -> list[SiteModel]:
+    """Every seed the site trains of the model with these settings, in seed order.
+
+    Examples:
+        >>> [model.config.seed for model in site_seeds("difference", self_att=True)]
+        [0, 1, 2]
+    """
+    first = _build(task, 0, settings)
+    models = [model for model in SITE_MODELS if model.task == first.task
+              and model.config == TrainConfig(**{**asdict(first.config), "seed": model.config.seed})]
+    if not models:
+        raise LookupError(f"the site has no model {first.label} (any seed)")
+    return sorted(models, key=lambda model: model.config.seed)
+
+
+def _build(task: str, seed: int, settings: dict[str, Any]) -> SiteModel:
+    if task not in TASKS:
+        raise LookupError(f"unknown task {task!r}; known tasks: {', '.join(sorted(TASKS))}")
+    task_class = TASKS[task]
+    train_names = {field.name for field in fields(TrainConfig)}
+    task_names = {field.name for field in fields(task_class)}
+    unknown = sorted(set(settings) - train_names - task_names)
+    if unknown:
+        raise LookupError(f"{task} has no setting {', '.join(unknown)}")
+    task_settings = {name: value for name, value in settings.items() if name in task_names}
+    train_settings = {name: value for name, value in settings.items() if name in train_names}
+    config = TrainConfig(**{**task_class.train_defaults, **train_settings, "seed": seed})
+    return SiteModel(task_class(**task_settings), config)

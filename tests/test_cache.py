@@ -1,0 +1,231 @@
+"""The cache of trained models: where it lives, its keys per model, and filling it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import attnprimer.cache as cache_module
+from attnprimer.cache import cache_dir, cached_path, dependencies, get_trained, train_missing
+from attnprimer.checkpoints import load_checkpoint
+from attnprimer.site_models import SITE_MODELS
+from attnprimer.tasks import CountingTask
+from attnprimer.train import TrainConfig
+from tiny_models import (
+    TINY_CONFIG,
+    TINY_TASK,
+    _empty,
+    _other_format,
+    _random_bytes,
+    _truncated,
+    states_equal,
+)
+
+# --- the cache ---------------------------------------------------------------------------------
+
+pytestmark = pytest.mark.usefixtures("temporary_cache")
+
+
+def test_cache_dir_follows_the_environment(temporary_cache, monkeypatch, tmp_path):
+    assert cache_dir() == temporary_cache
+    monkeypatch.delenv("ATTNPRIMER_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "attnprimer"
+
+
+def test_cached_path_lives_in_the_cache_dir(temporary_cache):
+    path = cached_path(TINY_TASK, TINY_CONFIG)
+    assert path.parent == temporary_cache / "models"
+    assert path.name.startswith("counting-") and path.suffix == ".pt"
+    assert cached_path(TINY_TASK, TINY_CONFIG) == path
+    assert cached_path(CountingTask(hidden=8), TrainConfig(steps=30, seed=0)) == path
+
+
+@pytest.mark.parametrize(
+    "task, config",
+    [(TINY_TASK, TrainConfig(steps=30, seed=1)),
+     (TINY_TASK, TrainConfig(steps=31, seed=0)),
+     (TINY_TASK, TrainConfig(steps=30, seed=0, lr=2e-2)),
+     (TINY_TASK, TrainConfig(steps=30, seed=0, batch_size=50)),
+     (TINY_TASK, TrainConfig(steps=30, seed=0, schedule="constant")),
+     (CountingTask(hidden=9), TINY_CONFIG),
+     (CountingTask(hidden=8, max_len=9), TINY_CONFIG),
+     (CountingTask(hidden=8, vocab_size=4), TINY_CONFIG)],
+)
+def test_cached_path_changes_with_the_settings(task, config):
+    assert cached_path(task, config) != cached_path(TINY_TASK, TINY_CONFIG)
+
+
+# --- keys per model: what an edit retrains -------------------------------------------------------
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the package's source that the fingerprints read instead of the real one."""
+    copy = tmp_path / "attnprimer"
+    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache_module, "ROOT", copy)
+    return copy
+
+
+def _site_keys() -> dict:
+    return {model: cached_path(model.task, model.config) for model in SITE_MODELS}
+
+
+def _retrained_by(package_copy, edit) -> set[str]:
+    """The tasks whose site models get a new cache key when ``edit`` changes the copy."""
+    before = _site_keys()
+    edit(package_copy)
+    after = _site_keys()
+    return {model.task.name for model in SITE_MODELS if after[model] != before[model]}
+
+
+def _add_code(relative: str):
+    def edit(root):
+        path = root / relative
+        path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
+    return edit
+
+
+def test_the_site_has_models_of_every_task():
+    assert {model.task.name for model in SITE_MODELS} == {"counting", "difference", "signal",
+                                                          "reversal"}
+
+
+@pytest.mark.parametrize("module, retrained", [
+    ("tasks/reversal.py", {"reversal"}),
+    ("tasks/signal.py", {"signal"}),
+    ("rnn.py", {"reversal"}),
+    ("positional.py", {"signal"}),
+    ("models/signal.py", {"signal"}),
+    ("models/difference.py", {"difference"}),
+    ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
+    ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
+    ("dot_product.py", {"counting", "difference", "signal", "reversal"}),
+    ("train.py", {"counting", "difference", "signal", "reversal"}),  # the training loop
+])
+def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
+    assert _retrained_by(package_copy, _add_code(module)) == retrained
+
+
+@pytest.mark.parametrize("module", ["cli.py", "analysis.py", "explorer.py", "exercises.py",
+                                    "report.py", "site_models.py", "figures/qkv.py",
+                                    "figures/plotting.py", "cache.py", "checkpoints.py"])
+def test_editing_code_no_model_is_built_from_retrains_nothing(package_copy, module):
+    assert _retrained_by(package_copy, _add_code(module)) == set()
+
+
+def test_editing_a_docstring_or_a_comment_retrains_nothing(package_copy):
+    def edit(root):
+        path = root / "positional.py"
+        source = path.read_text(encoding="utf-8")
+        source = source.replace('"""Sinusoidal', '"""Edited. Sinusoidal', 1) + "\n# a comment\n"
+        path.write_text(source, encoding="utf-8")
+
+    assert _retrained_by(package_copy, edit) == set()
+
+
+def test_the_dependencies_come_from_the_imports(package_copy):
+    def edit(root):  # the counting model starts to use the positional module
+        path = root / "models" / "counting.py"
+        path.write_text(path.read_text(encoding="utf-8")
+                        + "\nfrom attnprimer.positional import sinusoidal_encoding\n",
+                        encoding="utf-8")
+
+    assert "attnprimer.positional" not in dependencies("attnprimer.tasks.counting")
+    edit(package_copy)
+    assert "attnprimer.positional" in dependencies("attnprimer.tasks.counting")
+    assert _retrained_by(package_copy, _add_code("positional.py")) >= {"counting", "signal"}
+
+
+def test_dependencies_refuse_a_module_outside_the_package():
+    with pytest.raises(ValueError, match="not a module"):
+        dependencies("attnprimer.no_such_module")
+
+
+@pytest.fixture
+def train_calls(monkeypatch):
+    """Record every call get_trained makes to train (and still train)."""
+    calls = []
+    real_train = cache_module.train
+
+    def counting_train(*args, **kwargs):
+        calls.append(args)
+        return real_train(*args, **kwargs)
+
+    monkeypatch.setattr(cache_module, "train", counting_train)
+    return calls
+
+
+def _refuse_to_train(*args, **kwargs):
+    raise AssertionError("train() was called although the model is cached")
+
+
+def test_get_trained_caches(monkeypatch, train_calls):
+    first = get_trained(TINY_TASK, TINY_CONFIG)
+    assert len(train_calls) == 1
+    assert cached_path(TINY_TASK, TINY_CONFIG).is_file()
+
+    monkeypatch.setattr(cache_module, "train", _refuse_to_train)
+    second = get_trained(TINY_TASK, TINY_CONFIG)
+    assert second.task == first.task and second.config == first.config
+    assert second.history == first.history
+    assert states_equal(second.model.state_dict(), first.model.state_dict())
+    # And the cache only holds the one model.
+    assert [path.name for path in cached_path(TINY_TASK, TINY_CONFIG).parent.iterdir()] == [
+        cached_path(TINY_TASK, TINY_CONFIG).name
+    ]
+
+
+def test_get_trained_trains_what_train_trains(tiny):
+    cached = get_trained(TINY_TASK, TINY_CONFIG)
+    # tiny was trained with a different monitor, which never affects the weights.
+    assert states_equal(cached.model.state_dict(), tiny.model.state_dict())
+    assert cached.history["loss"] == tiny.history["loss"]
+
+
+def test_get_trained_with_other_settings_trains_again(monkeypatch):
+    get_trained(TINY_TASK, TINY_CONFIG)
+    monkeypatch.setattr(cache_module, "train", _refuse_to_train)
+    with pytest.raises(AssertionError, match="cached"):
+        get_trained(TINY_TASK, TrainConfig(steps=30, seed=1))
+
+
+@pytest.mark.parametrize("damage", [_random_bytes, _truncated, _empty, _other_format])
+def test_a_corrupt_cache_entry_is_replaced_by_retraining(tiny, monkeypatch, train_calls, damage):
+    path = cached_path(TINY_TASK, TINY_CONFIG)
+    path.parent.mkdir(parents=True)
+    damage(tiny, path)
+    trained = get_trained(TINY_TASK, TINY_CONFIG)
+    assert len(train_calls) == 1
+    assert states_equal(trained.model.state_dict(), tiny.model.state_dict())
+    # The entry on disk is now a good checkpoint, and the next call uses it.
+    assert states_equal(load_checkpoint(path).model.state_dict(), tiny.model.state_dict())
+    monkeypatch.setattr(cache_module, "train", _refuse_to_train)
+    get_trained(TINY_TASK, TINY_CONFIG)
+
+
+# --- training what the cache lacks, in parallel ----------------------------------------------
+
+
+def test_train_missing_trains_only_what_is_missing(monkeypatch, train_calls):
+    other = TrainConfig(steps=30, seed=1)
+    get_trained(TINY_TASK, TINY_CONFIG)
+    train_calls.clear()
+    trained = train_missing([(TINY_TASK, TINY_CONFIG), (TINY_TASK, other), (TINY_TASK, other)],
+                            workers=1)
+    assert trained == [(TINY_TASK, other)]  # duplicates once, cached ones not at all
+    assert len(train_calls) == 1
+    assert cached_path(TINY_TASK, other).is_file()
+    assert train_missing([(TINY_TASK, TINY_CONFIG), (TINY_TASK, other)]) == []
+
+
+def test_train_missing_in_parallel_makes_the_same_models(tiny):
+    configs = [TINY_CONFIG, TrainConfig(steps=30, seed=1)]
+    trained = train_missing([(TINY_TASK, config) for config in configs], workers=2)
+    assert len(trained) == 2
+    parallel = load_checkpoint(cached_path(TINY_TASK, TINY_CONFIG))
+    assert states_equal(parallel.model.state_dict(), tiny.model.state_dict())
+    assert parallel.history["loss"] == tiny.history["loss"]
+    assert cached_path(TINY_TASK, configs[1]).is_file()
