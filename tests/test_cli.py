@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnprimer import cli
+from attnprimer import train as training
 from attnprimer.cli import main
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, cached_path, load_checkpoint, save_checkpoint, train
@@ -80,6 +82,7 @@ def train_command_in(message: str) -> list[str]:
 
 def test_train_caches_and_writes_the_checkpoint(run, tmp_path, cache):
     checkpoint = tmp_path / "out" / "tiny.pt"
+    checkpoint.parent.mkdir()
     code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
     assert code == 0, err
     assert checkpoint.is_file() and checkpoint.stat().st_size > 0
@@ -186,6 +189,17 @@ def test_test_plot_to_an_unsupported_format_is_a_usage_error(run, trained, tmp_p
     assert code == 2
     assert_one_line_error(err)
     assert not (tmp_path / "heatmap.xyz").exists()
+
+
+def test_test_plot_below_a_file_exits_1(run, trained, tmp_path):
+    (tmp_path / "file").write_text("a file")
+    plot = tmp_path / "file" / "heatmap.png"
+    code, out, err = run("test", "counting", *TINY, "--plot", str(plot))
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith(f"attnprimer: error: cannot save the plot to {plot}: ")
+    assert str(tmp_path / "file") in err
+    assert "heatmap saved" not in out
 
 
 # --- eval --------------------------------------------------------------------------------------
@@ -374,6 +388,115 @@ def test_figures_renders_the_named_recipes(run, tmp_path):
     assert written.is_file()
     assert out.strip() == str(written)
     assert written.read_text().startswith("| score |")
+
+
+# --- paths that cannot be used: exit code 1, one line, checked before training -----------------
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Make any training fail the test: the path checks must come first."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained before checking the paths")
+
+    monkeypatch.setattr(cli, "train", refuse)
+    monkeypatch.setattr(training, "train", refuse)
+    monkeypatch.setattr(training, "train_missing", refuse)
+
+
+@pytest.fixture
+def a_file(tmp_path) -> Path:
+    path = tmp_path / "a_file"
+    path.write_text("not a folder")
+    return path
+
+
+def test_train_refuses_a_checkpoint_in_a_missing_folder(run, tmp_path, cache, no_training):
+    # The folder is not created: a typo must not leave folders behind (as root, anywhere).
+    checkpoint = tmp_path / "no" / "such" / "x.pt"
+    code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {checkpoint}: folder "
+                   f"{checkpoint.parent} does not exist; nothing was trained\n")
+    assert not (tmp_path / "no").exists()
+    assert not cache.exists()
+    assert out == ""
+
+
+def test_train_refuses_a_checkpoint_below_a_file(run, a_file, cache, no_training):
+    checkpoint = a_file / "x.pt"
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {checkpoint}: {a_file} is a "
+                   "file, not a folder; nothing was trained\n")
+    assert a_file.read_text() == "not a folder"
+    assert not cache.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_train_refuses_a_checkpoint_in_a_folder_it_cannot_write(run, cache, no_training):
+    # /proc exists and is a folder, but nobody (not even root) can create files in it.
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", "/proc/x.pt")
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith("attnprimer: error: cannot save the checkpoint to /proc/x.pt: "
+                          "cannot create files in /proc (")
+    assert err.endswith("; nothing was trained\n")
+    assert not cache.exists()
+
+
+def test_train_refuses_a_folder_as_the_checkpoint(run, tmp_path, cache, no_training):
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(tmp_path))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {tmp_path}: {tmp_path} is a "
+                   "folder, not a file; nothing was trained\n")
+
+
+def test_figures_out_below_a_file_exits_1_before_training(run, a_file, cache, no_training):
+    out_dir = a_file / "figures"
+    code, out, err = run("figures", "--out", str(out_dir))  # all figures: would train first
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot write the figures to {out_dir}: {a_file} is a file, "
+                   "not a folder\n")
+    assert out == ""
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("argv, then", [
+    (["train", "counting", *TINY], "; nothing was trained"),
+    (["train", "all"], "; nothing was trained"),
+    (["figures"], "; nothing was trained"),  # the site's models come first
+    (["figures", "counting_training"], ""),  # a figure that would train its model
+    (["test", "counting", *TINY], ""),
+    (["eval", "counting", *TINY], ""),
+], ids=["train", "train-all", "figures", "figures-named", "test", "eval"])
+def test_a_cache_that_is_a_file_exits_1(run, monkeypatch, a_file, tmp_path, no_training, argv,
+                                         then):
+    monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(a_file))
+    if argv[0] == "figures":
+        argv = [*argv, "--out", str(tmp_path / "figures")]
+    code, _, err = run(*argv)
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot use the model cache {a_file} "
+                   f"(ATTNPRIMER_CACHE_DIR): {a_file} is a file, not a folder{then}\n")
+    assert "train it with" not in err  # training would not help
+    assert a_file.read_text() == "not a folder"
+    assert not (tmp_path / "figures").exists()
+
+
+def test_an_os_error_after_the_checks_is_one_line(run, monkeypatch, tmp_path):
+    # E.g. a disk that fills up while saving: exit 1, the path, no traceback, no temporary file.
+    def full_disk(payload, file):
+        file.write(b"half a checkpoint")
+        raise OSError(28, "No space left on device", file.name)
+
+    monkeypatch.setattr(training.torch, "save", full_disk)
+    code, _, err = run("train", "counting", *TINY)
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith("attnprimer: error: No space left on device: ")
+    assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
 
 
 # --- as a real process -------------------------------------------------------------------------
@@ -570,3 +693,4 @@ def test_reversal_flags_select_score_and_direction(run):
     assert code == 0, err
     settings = json.loads(out)["settings"]
     assert settings["score"] == "dot" and settings["bidirectional"] is True
+
