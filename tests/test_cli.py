@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -499,6 +503,100 @@ def test_an_os_error_after_the_checks_is_one_line(run, monkeypatch, tmp_path):
     assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
 
 
+# --- Ctrl-C: exit code 130, one line saying what was interrupted and what was saved ----------
+
+
+def files_in(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+def test_ctrl_c_while_training_saves_nothing(run, monkeypatch, tmp_path, cache):
+    calls = []
+    real_loss = CountingTask.loss
+
+    def loss(self, model, batch):
+        calls.append(1)
+        if len(calls) == 3:  # in the middle of the real training loop
+            raise KeyboardInterrupt
+        return real_loss(self, model, batch)
+
+    monkeypatch.setattr(CountingTask, "loss", loss)
+    checkpoint = tmp_path / "tiny.pt"
+    code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 130
+    assert err == "attnprimer: interrupted while training counting; nothing was saved\n"
+    assert len(calls) == 3
+    assert "trained counting" not in out
+    assert not checkpoint.exists()
+    assert files_in(tmp_path) == []
+
+
+@pytest.mark.parametrize("interrupted", ["cache", "checkpoint"])
+def test_ctrl_c_while_saving_leaves_no_partial_file(run, monkeypatch, tmp_path, cache, interrupted):
+    real_save = torch.save
+    saves = []
+
+    def save(payload, file):
+        saves.append(file.name)
+        if len(saves) == (1 if interrupted == "cache" else 2):
+            file.write(b"half a checkpoint")
+            raise KeyboardInterrupt
+        real_save(payload, file)
+
+    monkeypatch.setattr(training.torch, "save", save)
+    checkpoint = tmp_path / "out" / "tiny.pt"
+    checkpoint.parent.mkdir()
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 130
+    cached = cached_path(TINY_TASK, TINY_CONFIG)
+    if interrupted == "cache":
+        assert err == "attnprimer: interrupted after training counting; nothing was saved\n"
+        assert files_in(cache) == []
+    else:  # the cache entry is whole, the checkpoint absent
+        assert err == f"attnprimer: interrupted after training counting; saved to {cached}\n"
+        assert files_in(cache) == [cached]
+        load_checkpoint(cached)
+    assert files_in(checkpoint.parent) == []  # no temporary file either
+
+
+@pytest.fixture
+def two_site_models(monkeypatch):
+    """Stand-ins for the site's models (two tiny ones), for ``train all`` and ``figures``."""
+    models = {f"tiny {seed}": (TINY_TASK, TrainConfig(steps=5, seed=seed)) for seed in (0, 1)}
+    monkeypatch.setattr("attnprimer.figures.SITE_MODELS", models)
+    return models
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["train", "all"], "the site's models"),
+    (["figures"], "the site's models for the figures"),
+])
+def test_ctrl_c_while_training_the_site_models(run, monkeypatch, tmp_path, cache, two_site_models,
+                                               argv, what):
+    def train_one_then_interrupt(specs, **kwargs):
+        training.get_trained(*specs[0])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "train_missing", train_one_then_interrupt)
+    out_dir = tmp_path / "figures"
+    code, out, err = run(*argv, *(["--out", str(out_dir)] if argv == ["figures"] else []))
+    assert code == 130
+    assert err == (f"attnprimer: interrupted while training {what}; 1 of 2 are cached, "
+                   "nothing else was saved\n")
+    assert out == f"training 2 of {what} (2 in all)...\n"
+    assert files_in(cache) == [cached_path(*two_site_models["tiny 0"])]
+    assert not out_dir.exists()
+
+
+def test_ctrl_c_while_evaluating(run, monkeypatch, trained):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "evaluate", interrupt)
+    code, out, err = run("eval", "counting", *TINY)
+    assert (code, out, err) == (130, "", "attnprimer: interrupted while running eval\n")
+
+
 # --- as a real process -------------------------------------------------------------------------
 
 
@@ -694,3 +792,116 @@ def test_reversal_flags_select_score_and_direction(run):
     settings = json.loads(out)["settings"]
     assert settings["score"] == "dot" and settings["bidirectional"] is True
 
+
+# --- Ctrl-C in a real terminal: SIGINT to every process of the group ----------------------------
+
+
+@contextmanager
+def _started(argv: list[str], cache: Path):
+    """``python argv`` in a process group of its own, as a shell starts a command.
+
+    Whatever happens, the whole group (workers included) is killed at the end.
+    """
+    # A shell that runs these tests in the background ignores SIGINT, and a child would
+    # inherit that; a handler, by contrast, is reset to the default by exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_environment(cache), start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        yield process
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # all gone already
+            pass
+        process.wait()
+
+
+def _first_line(process: subprocess.Popen, timeout: float = 30) -> str:
+    """The first line of stdout, or "" if none comes within ``timeout`` seconds."""
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    return process.stdout.readline() if ready else ""
+
+
+def _ctrl_c(process: subprocess.Popen) -> tuple[str, str]:
+    """SIGINT to the whole group, as Ctrl-C in a terminal; then stdout and stderr."""
+    os.killpg(process.pid, signal.SIGINT)
+    return process.communicate(timeout=30)
+
+
+def test_ctrl_c_stops_a_real_training(cache):
+    with _started(["-m", "attnprimer", "train", "counting", "--steps", "100000"], cache) as process:
+        first = _first_line(process)  # printed just before training starts
+        assert first == "training counting (100000 steps)...\n"
+        time.sleep(0.3)  # well into the training loop
+        out, err = _ctrl_c(process)
+    assert process.returncode == 130
+    assert err == "attnprimer: interrupted while training counting; nothing was saved\n"
+    assert out == ""
+    assert not cache.exists() or files_in(cache) == []
+
+
+def _processes_with(cache: Path) -> list[int]:
+    """The processes that run with this test's cache (ours and any worker left behind)."""
+    marker = f"ATTNPRIMER_CACHE_DIR={cache}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes() + b"\0":
+                found.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            pass
+    return found
+
+
+def _loaded_torch(pid: int) -> bool:
+    try:
+        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+TRAIN_ALL_TWO_MODELS = """
+import os, sys
+os.cpu_count = lambda: 2  # two workers, even on a machine with one CPU
+import attnprimer.figures as figures
+from attnprimer.tasks import CountingTask
+from attnprimer.train import TrainConfig
+figures.SITE_MODELS = {seed: (CountingTask(hidden=8), TrainConfig(steps=100_000, seed=seed))
+                       for seed in (0, 1)}
+from attnprimer.cli import main
+sys.exit(main(["train", "all"]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="needs Linux's /proc")
+def test_ctrl_c_stops_train_all_and_its_workers(cache):
+    with _started(["-c", TRAIN_ALL_TWO_MODELS], cache) as process:
+        first = _first_line(process)  # printed just before the workers start
+        assert first == "training 2 of the site's models (2 in all)...\n"
+        workers: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:  # until they have torch
+            workers = [pid for pid in _processes_with(cache)
+                       if pid != process.pid and _loaded_torch(pid)]
+            time.sleep(0.1)
+        assert len(workers) == 2, "the workers did not start"
+        time.sleep(0.5)  # training
+        out, err = _ctrl_c(process)
+        # The workers were stopped, not left training (the resource tracker exits soon after).
+        deadline = time.monotonic() + 10
+        while _processes_with(cache) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes_with(cache)
+    assert process.returncode == 130
+    # One line: no traceback from the workers either.
+    assert err == ("attnprimer: interrupted while training the site's models; 0 of 2 are cached, "
+                   "nothing else was saved\n")
+    assert out == ""
+    assert left == []
+    assert not cache.exists() or files_in(cache) == []

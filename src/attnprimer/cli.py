@@ -6,8 +6,8 @@ disagree. The same flags pick a trained model out of the cache for ``test``
 and ``eval``.
 
 Every failure is one line on stderr. Checkpoints are written atomically, so a
-failed command never leaves half a model on disk, and paths are checked before
-training: a bad one fails at once, not after minutes of training.
+failed or interrupted command never leaves half a model on disk, and paths are
+checked before training: a bad one fails at once, not after minutes of training.
 
 Exit codes:
 
@@ -16,6 +16,7 @@ Exit codes:
   unreadable checkpoint), or a file or folder that cannot be used (the
   ``--checkpoint`` or ``--plot`` path, the ``--out`` folder, the model cache).
 - 2: bad usage (unknown task or flag, bad value, bad input).
+- 130: interrupted (Ctrl-C); the line says what was saved, if anything.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ class PathError(Exception):
     """A file or folder the command needs cannot be used: one line, exit code 1."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C, with what was interrupted and what was saved: one line, exit code 130."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr (and exit code 2)."""
 
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: the command line); returns the exit code.
 
     Errors are one line on stderr: exit code 2 for bad usage, 1 for a missing
-    or unreadable model or an unusable path.
+    or unreadable model or an unusable path, 130 for Ctrl-C.
 
     Examples:
         >>> main(["figures", "no_such_figure"])   # stderr: attnprimer: error: unknown figure ...
@@ -86,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # a path that passed the checks and failed all the same
         print(f"attnprimer: error: {_describe(error)}", file=sys.stderr)
         return 1
+    except Interrupted as interrupted:
+        print(f"attnprimer: {interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a command that writes nothing (test, eval), or while loading
+        print(f"attnprimer: interrupted while running {args.command}", file=sys.stderr)
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,11 +252,19 @@ def _train(args: argparse.Namespace) -> int:
     _check_cache(cached.parent, writing=True, then="nothing was trained")
     if args.checkpoint is not None:
         _check_checkpoint(args.checkpoint)
-    trained = train(task, config, progress=True)
-    path = save_checkpoint(trained, cached)
-    if args.checkpoint is not None:
-        path = save_checkpoint(trained, args.checkpoint)
-    result = evaluate(trained)
+    stage, saved = "while training", []
+    try:
+        print(f"training {task.name} ({config.steps} steps)...", flush=True)
+        trained = train(task, config, progress=True)
+        stage = "after training"
+        saved.append(save_checkpoint(trained, cached))
+        if args.checkpoint is not None:
+            saved.append(save_checkpoint(trained, args.checkpoint))
+        result = evaluate(trained)
+    except KeyboardInterrupt:
+        kept = "saved to " + " and ".join(map(str, saved)) if saved else "nothing was saved"
+        raise Interrupted(f"interrupted {stage} {task.name}; {kept}") from None
+    path = saved[-1]
     print(f"trained {task.name} in {trained.train_seconds:.1f} s ({config.steps} steps)")
     print(_accuracy_line(trained, result))
     print(f"saved to {path}")
@@ -257,14 +276,21 @@ def _train_site_models(args: argparse.Namespace) -> int:
 
     for task, config in _train_missing(SITE_MODELS.values(), "the site's models"):
         print(f"trained: {_train_command(task, config)}")
-    for label, (task, config) in SITE_MODELS.items():
-        trained = get_trained(task, config, progress=True)
-        print(f"{label}: {_accuracy_line(trained, evaluate(trained))}")
+    try:
+        for label, (task, config) in SITE_MODELS.items():
+            trained = get_trained(task, config, progress=True)
+            print(f"{label}: {_accuracy_line(trained, evaluate(trained))}")
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted while evaluating the site's models; "
+                          "the trained ones stay cached") from None
     return 0
 
 
 def _train_missing(specs, what: str) -> list:
-    """``train_missing``, after checking that the cache can take the models."""
+    """``train_missing``, after checking the cache, with one line for Ctrl-C.
+
+    Each model is saved once trained, so an interruption keeps the finished ones.
+    """
     from attnprimer.train import train_missing
 
     specs = list(dict.fromkeys(specs))
@@ -272,7 +298,13 @@ def _train_missing(specs, what: str) -> list:
     if not missing:
         return []
     _check_cache(cached_path(*missing[0]).parent, writing=True, then="nothing was trained")
-    return train_missing(missing)
+    print(f"training {len(missing)} of {what} ({len(specs)} in all)...", flush=True)
+    try:
+        return train_missing(missing)
+    except KeyboardInterrupt:
+        cached = sum(cached_path(*spec).is_file() for spec in specs)
+        raise Interrupted(f"interrupted while training {what}; {cached} of {len(specs)} are "
+                          "cached, nothing else was saved") from None
 
 
 def _accuracy_line(trained: TrainedModel, result) -> str:
@@ -359,8 +391,11 @@ def _figures(args: argparse.Namespace) -> int:
         from attnprimer.figures import SITE_MODELS
 
         _train_missing(SITE_MODELS.values(), "the site's models for the figures")
-    for path in render_all(args.out, names=args.names or None, force=True):
-        print(path)
+    try:
+        for path in render_all(args.out, names=args.names or None, force=True):
+            print(path, flush=True)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted while rendering the figures into {args.out}") from None
     return 0
 
 
