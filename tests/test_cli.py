@@ -5,18 +5,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 
+import attnprimer.cache as cache_module
+from attnprimer import cli
 from attnprimer.cache import cached_path
 from attnprimer.checkpoints import load_checkpoint, save_checkpoint
 from attnprimer.cli import main
+from attnprimer.site_models import SiteModel
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, train
 
@@ -82,6 +89,7 @@ def train_command_in(message: str) -> list[str]:
 
 def test_train_caches_and_writes_the_checkpoint(run, tmp_path, cache):
     checkpoint = tmp_path / "out" / "tiny.pt"
+    checkpoint.parent.mkdir()
     code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
     assert code == 0, err
     assert checkpoint.is_file() and checkpoint.stat().st_size > 0
@@ -188,6 +196,17 @@ def test_test_plot_to_an_unsupported_format_is_a_usage_error(run, trained, tmp_p
     assert code == 2
     assert_one_line_error(err)
     assert not (tmp_path / "heatmap.xyz").exists()
+
+
+def test_test_plot_below_a_file_exits_1(run, trained, tmp_path):
+    (tmp_path / "file").write_text("a file")
+    plot = tmp_path / "file" / "heatmap.png"
+    code, out, err = run("test", "counting", *TINY, "--plot", str(plot))
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith(f"attnprimer: error: cannot save the plot to {plot}: ")
+    assert str(tmp_path / "file") in err
+    assert "heatmap saved" not in out
 
 
 # --- eval --------------------------------------------------------------------------------------
@@ -399,6 +418,210 @@ def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
     assert sorted(rendered) == ["qkv/score_table", "rnn-recap/accuracy", "rnn-recap/length"]
 
 
+# --- paths that cannot be used: exit code 1, one line, checked before training -----------------
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Make any training fail the test: the path checks must come first."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained before checking the paths")
+
+    monkeypatch.setattr(cli, "train", refuse)
+    monkeypatch.setattr(cache_module, "train", refuse)
+    monkeypatch.setattr(cli, "train_missing", refuse)
+
+
+@pytest.fixture
+def a_file(tmp_path) -> Path:
+    path = tmp_path / "a_file"
+    path.write_text("not a folder")
+    return path
+
+
+def test_train_refuses_a_checkpoint_in_a_missing_folder(run, tmp_path, cache, no_training):
+    # The folder is not created: a typo must not leave folders behind (as root, anywhere).
+    checkpoint = tmp_path / "no" / "such" / "x.pt"
+    code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {checkpoint}: folder "
+                   f"{checkpoint.parent} does not exist; nothing was trained\n")
+    assert not (tmp_path / "no").exists()
+    assert not cache.exists()
+    assert out == ""
+
+
+def test_train_refuses_a_checkpoint_below_a_file(run, a_file, cache, no_training):
+    checkpoint = a_file / "x.pt"
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {checkpoint}: {a_file} is a "
+                   "file, not a folder; nothing was trained\n")
+    assert a_file.read_text() == "not a folder"
+    assert not cache.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_train_refuses_a_checkpoint_in_a_folder_it_cannot_write(run, cache, no_training):
+    # /proc exists and is a folder, but nobody (not even root) can create files in it.
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", "/proc/x.pt")
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith("attnprimer: error: cannot save the checkpoint to /proc/x.pt: "
+                          "cannot create files in /proc (")
+    assert err.endswith("; nothing was trained\n")
+    assert not cache.exists()
+
+
+def test_train_refuses_a_folder_as_the_checkpoint(run, tmp_path, cache, no_training):
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(tmp_path))
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot save the checkpoint to {tmp_path}: {tmp_path} is a "
+                   "folder, not a file; nothing was trained\n")
+
+
+def test_figures_out_below_a_file_exits_1_before_training(run, a_file, cache, no_training):
+    out_dir = a_file / "figures"
+    code, out, err = run("figures", "--out", str(out_dir))  # all figures: would train first
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot write the figures to {out_dir}: {a_file} is a file, "
+                   "not a folder\n")
+    assert out == ""
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("argv, then", [
+    (["train", "counting", *TINY], "; nothing was trained"),
+    (["train", "all"], "; nothing was trained"),
+    (["figures"], "; nothing was trained"),  # the site's models come first
+    (["figures", "qkv/counting_training"], ""),  # a figure that would train its model
+    (["test", "counting", *TINY], ""),
+    (["eval", "counting", *TINY], ""),
+], ids=["train", "train-all", "figures", "figures-named", "test", "eval"])
+def test_a_cache_that_is_a_file_exits_1(run, monkeypatch, a_file, tmp_path, no_training, argv,
+                                         then):
+    monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(a_file))
+    if argv[0] == "figures":
+        argv = [*argv, "--out", str(tmp_path / "figures")]
+    code, _, err = run(*argv)
+    assert code == 1
+    assert err == (f"attnprimer: error: cannot use the model cache {a_file} "
+                   f"(ATTNPRIMER_CACHE_DIR): {a_file} is a file, not a folder{then}\n")
+    assert "train it with" not in err  # training would not help
+    assert a_file.read_text() == "not a folder"
+    assert not (tmp_path / "figures").exists()
+
+
+def test_an_os_error_after_the_checks_is_one_line(run, monkeypatch, tmp_path):
+    # E.g. a disk that fills up while saving: exit 1, the path, no traceback, no temporary file.
+    def full_disk(payload, file):
+        file.write(b"half a checkpoint")
+        raise OSError(28, "No space left on device", file.name)
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    code, _, err = run("train", "counting", *TINY)
+    assert code == 1
+    assert_one_line_error(err)
+    assert err.startswith("attnprimer: error: No space left on device: ")
+    assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
+
+
+# --- Ctrl-C: exit code 130, one line saying what was interrupted and what was saved ----------
+
+
+def files_in(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+def test_ctrl_c_while_training_saves_nothing(run, monkeypatch, tmp_path, cache):
+    calls = []
+    real_loss = CountingTask.loss
+
+    def loss(self, model, batch):
+        calls.append(1)
+        if len(calls) == 3:  # in the middle of the real training loop
+            raise KeyboardInterrupt
+        return real_loss(self, model, batch)
+
+    monkeypatch.setattr(CountingTask, "loss", loss)
+    checkpoint = tmp_path / "tiny.pt"
+    code, out, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 130
+    assert err == "attnprimer: interrupted while training counting; nothing was saved\n"
+    assert len(calls) == 3
+    assert "trained counting" not in out
+    assert not checkpoint.exists()
+    assert files_in(tmp_path) == []
+
+
+@pytest.mark.parametrize("interrupted", ["cache", "checkpoint"])
+def test_ctrl_c_while_saving_leaves_no_partial_file(run, monkeypatch, tmp_path, cache, interrupted):
+    real_save = torch.save
+    saves = []
+
+    def save(payload, file):
+        saves.append(file.name)
+        if len(saves) == (1 if interrupted == "cache" else 2):
+            file.write(b"half a checkpoint")
+            raise KeyboardInterrupt
+        real_save(payload, file)
+
+    monkeypatch.setattr(torch, "save", save)
+    checkpoint = tmp_path / "out" / "tiny.pt"
+    checkpoint.parent.mkdir()
+    code, _, err = run("train", "counting", *TINY, "--checkpoint", str(checkpoint))
+    assert code == 130
+    cached = cached_path(TINY_TASK, TINY_CONFIG)
+    if interrupted == "cache":
+        assert err == "attnprimer: interrupted after training counting; nothing was saved\n"
+        assert files_in(cache) == []
+    else:  # the cache entry is whole, the checkpoint absent
+        assert err == f"attnprimer: interrupted after training counting; saved to {cached}\n"
+        assert files_in(cache) == [cached]
+        load_checkpoint(cached)
+    assert files_in(checkpoint.parent) == []  # no temporary file either
+
+
+@pytest.fixture
+def two_site_models(monkeypatch):
+    """Stand-ins for the site's models (two tiny ones), for ``train all`` and ``figures``."""
+    models = {f"tiny {seed}": SiteModel(TINY_TASK, TrainConfig(steps=5, seed=seed))
+              for seed in (0, 1)}
+    monkeypatch.setattr("attnprimer.site_models.SITE_MODELS", tuple(models.values()))
+    return {label: (model.task, model.config) for label, model in models.items()}
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["train", "all"], "the site's models"),
+    (["figures"], "the site's models for the figures"),
+])
+def test_ctrl_c_while_training_the_site_models(run, monkeypatch, tmp_path, cache, two_site_models,
+                                               argv, what):
+    def train_one_then_interrupt(specs, **kwargs):
+        cache_module.get_trained(*specs[0])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train_missing", train_one_then_interrupt)
+    out_dir = tmp_path / "figures"
+    code, out, err = run(*argv, *(["--out", str(out_dir)] if argv == ["figures"] else []))
+    assert code == 130
+    assert err == (f"attnprimer: interrupted while training {what}; 1 of 2 are cached, "
+                   "nothing else was saved\n")
+    assert out == f"training 2 of {what} (2 in all)...\n"
+    assert files_in(cache) == [cached_path(*two_site_models["tiny 0"])]
+    assert not out_dir.exists()
+
+
+def test_ctrl_c_while_evaluating(run, monkeypatch, trained):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "evaluate", interrupt)
+    code, out, err = run("eval", "counting", *TINY)
+    assert (code, out, err) == (130, "", "attnprimer: interrupted while running eval\n")
+
+
 # --- as a real process -------------------------------------------------------------------------
 
 
@@ -593,3 +816,118 @@ def test_reversal_flags_select_score_and_direction(run):
     assert code == 0, err
     settings = json.loads(out)["settings"]
     assert settings["score"] == "dot" and settings["bidirectional"] is True
+
+
+# --- Ctrl-C in a real terminal: SIGINT to every process of the group ----------------------------
+
+
+@contextmanager
+def _started(argv: list[str], cache: Path):
+    """``python argv`` in a process group of its own, as a shell starts a command.
+
+    Whatever happens, the whole group (workers included) is killed at the end.
+    """
+    # A shell that runs these tests in the background ignores SIGINT, and a child would
+    # inherit that; a handler, by contrast, is reset to the default by exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_environment(cache), start_new_session=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        yield process
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # all gone already
+            pass
+        process.wait()
+
+
+def _first_line(process: subprocess.Popen, timeout: float = 30) -> str:
+    """The first line of stdout, or "" if none comes within ``timeout`` seconds."""
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    return process.stdout.readline() if ready else ""
+
+
+def _ctrl_c(process: subprocess.Popen) -> tuple[str, str]:
+    """SIGINT to the whole group, as Ctrl-C in a terminal; then stdout and stderr."""
+    os.killpg(process.pid, signal.SIGINT)
+    return process.communicate(timeout=30)
+
+
+def test_ctrl_c_stops_a_real_training(cache):
+    with _started(["-m", "attnprimer", "train", "counting", "--steps", "100000"], cache) as process:
+        first = _first_line(process)  # printed just before training starts
+        assert first == "training counting (100000 steps)...\n"
+        time.sleep(0.3)  # well into the training loop
+        out, err = _ctrl_c(process)
+    assert process.returncode == 130
+    assert err == "attnprimer: interrupted while training counting; nothing was saved\n"
+    assert out == ""
+    assert not cache.exists() or files_in(cache) == []
+
+
+def _processes_with(cache: Path) -> list[int]:
+    """The processes that run with this test's cache (ours and any worker left behind)."""
+    marker = f"ATTNPRIMER_CACHE_DIR={cache}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes() + b"\0":
+                found.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            pass
+    return found
+
+
+def _loaded_torch(pid: int) -> bool:
+    try:
+        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+TRAIN_ALL_TWO_MODELS = """
+import os, sys
+os.cpu_count = lambda: 2  # two workers, even on a machine with one CPU
+import attnprimer.site_models as site_models
+from attnprimer.tasks import CountingTask
+from attnprimer.train import TrainConfig
+site_models.SITE_MODELS = tuple(
+    site_models.SiteModel(CountingTask(hidden=8), TrainConfig(steps=100_000, seed=seed))
+    for seed in (0, 1))
+from attnprimer.cli import main
+sys.exit(main(["train", "all"]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="needs Linux's /proc")
+def test_ctrl_c_stops_train_all_and_its_workers(cache):
+    with _started(["-c", TRAIN_ALL_TWO_MODELS], cache) as process:
+        first = _first_line(process)  # printed just before the workers start
+        assert first == "training 2 of the site's models (2 in all)...\n"
+        workers: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:  # until they have torch
+            workers = [pid for pid in _processes_with(cache)
+                       if pid != process.pid and _loaded_torch(pid)]
+            time.sleep(0.1)
+        assert len(workers) == 2, "the workers did not start"
+        time.sleep(0.5)  # training
+        out, err = _ctrl_c(process)
+        # The workers were stopped, not left training (the resource tracker exits soon after).
+        deadline = time.monotonic() + 10
+        while _processes_with(cache) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes_with(cache)
+    assert process.returncode == 130
+    # One line: no traceback from the workers either.
+    assert err == ("attnprimer: interrupted while training the site's models; 0 of 2 are cached, "
+                   "nothing else was saved\n")
+    assert out == ""
+    assert left == []
+    assert not cache.exists() or files_in(cache) == []

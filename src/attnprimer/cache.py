@@ -25,8 +25,11 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -270,6 +273,9 @@ def train_missing(
     Training is deterministic, so the models are the ones
     [`get_trained`][attnprimer.cache.get_trained] would have made one by one.
 
+    Ctrl-C (``KeyboardInterrupt``, raised here) stops every worker at once, quietly:
+    the models finished before stay cached, and no half-written file is left.
+
     Returns:
         The (task, config) pairs that were trained.
     """
@@ -283,10 +289,74 @@ def train_missing(
         return missing
     # spawn: a fresh interpreter per worker, whatever threads the parent runs.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        list(pool.map(_train_and_cache, missing))
+    with _ctrl_c_reaches_only_this_process():  # its queues start the resource tracker
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                   initializer=_stop_on_sigterm)
+    try:
+        with _ctrl_c_reaches_only_this_process():  # and its workers
+            futures = [pool.submit(_train_and_cache, spec) for spec in missing]
+        for future in futures:
+            future.result()
+    except BaseException:  # Ctrl-C, or a model that failed: stop training the others now
+        _terminate(pool)
+        raise
+    pool.shutdown()
     return missing
 
 
+@contextmanager
+def _ctrl_c_reaches_only_this_process():
+    """Ignore SIGINT while starting processes: they inherit that, so Ctrl-C in a terminal
+    (sent to every process of the group) interrupts this process alone, never a worker
+    with a traceback of its own; this process then stops the workers (``_terminate``).
+    """
+    if threading.current_thread() is not threading.main_thread():  # signal() would raise
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool``'s workers now, mid-training, and wait until they are gone."""
+    processes = list(pool._processes.values())  # no public way before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()  # SIGTERM: see _stop_on_sigterm
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+class _Terminated(BaseException):
+    """Raised in a worker by SIGTERM: unwinds training and any half-written file."""
+
+
+_busy = False  # a worker is in _train_and_cache
+
+
+def _stop_on_sigterm() -> None:
+    """A worker's initializer: SIGTERM ends it quietly, leaving no temporary file behind."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum, frame) -> None:
+    if _busy:
+        raise _Terminated  # write_atomically removes its temporary file on the way up
+    os._exit(128 + signum)  # idle: nothing to clean up, and no traceback
+
+
 def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
-    get_trained(*spec)
+    global _busy
+    _busy = True
+    try:
+        get_trained(*spec)
+    except _Terminated:
+        os._exit(128 + signal.SIGTERM)
+    finally:
+        _busy = False

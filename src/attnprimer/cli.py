@@ -5,19 +5,31 @@ task's own fields), so the flags, the checkpoints and the cache keys cannot
 disagree. The same flags pick a trained model out of the cache for ``test``
 and ``eval``.
 
-Exit codes: 0 success, 1 no usable model (missing or unreadable checkpoint),
-2 bad usage (unknown task or flag, bad value, bad input).
+Every failure is one line on stderr. Checkpoints are written atomically, so a
+failed or interrupted command never leaves half a model on disk, and paths are
+checked before training: a bad one fails at once, not after minutes of training.
+
+Exit codes:
+
+- 0: success.
+- 1: the command could not be carried out: no usable model (missing or
+  unreadable checkpoint), or a file or folder that cannot be used (the
+  ``--checkpoint`` or ``--plot`` path, the ``--out`` folder, the model cache).
+- 2: bad usage (unknown task or flag, bad value, bad input).
+- 130: interrupted (Ctrl-C); the line says what was saved, if anything.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from attnprimer.cache import cached_path, get_trained, train_missing
+from attnprimer.cache import cache_dir, cached_path, get_trained, train_missing
 from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from attnprimer.tasks import TASKS, Task
 from attnprimer.train import (
@@ -37,6 +49,14 @@ class UsageError(Exception):
     """Bad flags or input: reported on one line, exit code 2."""
 
 
+class PathError(Exception):
+    """A file or folder the command needs cannot be used: one line, exit code 1."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, with what was interrupted and what was saved: one line, exit code 130."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr (and exit code 2)."""
 
@@ -48,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: the command line); returns the exit code.
 
     Errors are one line on stderr: exit code 2 for bad usage, 1 for a missing
-    or unreadable model.
+    or unreadable model or an unusable path, 130 for Ctrl-C.
 
     Examples:
         >>> main(["figures", "no_such_figure"])   # stderr: attnprimer: error: unknown figure ...
@@ -61,9 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"attnprimer: error: {error}", file=sys.stderr)
         return 2
-    except CheckpointError as error:
+    except (CheckpointError, PathError) as error:
         print(f"attnprimer: error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # a path that passed the checks and failed all the same
+        print(f"attnprimer: error: {_describe(error)}", file=sys.stderr)
+        return 1
+    except Interrupted as interrupted:
+        print(f"attnprimer: {interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a command that writes nothing (test, eval), or while loading
+        print(f"attnprimer: interrupted while running {args.command}", file=sys.stderr)
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,6 +234,7 @@ def _load(args: argparse.Namespace) -> TrainedModel:
         return trained
     task, config = _settings(args)
     path = cached_path(task, config)
+    _check_cache(path.parent, writing=False)
     if not path.is_file():
         raise CheckpointError(
             f"no trained {task.name} model with these settings yet; train it with: "
@@ -218,12 +248,23 @@ def _load(args: argparse.Namespace) -> TrainedModel:
 
 def _train(args: argparse.Namespace) -> int:
     task, config = _settings(args)
-    trained = train(task, config, progress=True)
-    path = save_checkpoint(trained, cached_path(task, config))
+    cached = cached_path(task, config)
+    _check_cache(cached.parent, writing=True, then="nothing was trained")
     if args.checkpoint is not None:
-        save_checkpoint(trained, args.checkpoint)
-        path = args.checkpoint
-    result = evaluate(trained)
+        _check_checkpoint(args.checkpoint)
+    stage, saved = "while training", []
+    try:
+        print(f"training {task.name} ({config.steps} steps)...", flush=True)
+        trained = train(task, config, progress=True)
+        stage = "after training"
+        saved.append(save_checkpoint(trained, cached))
+        if args.checkpoint is not None:
+            saved.append(save_checkpoint(trained, args.checkpoint))
+        result = evaluate(trained)
+    except KeyboardInterrupt:
+        kept = "saved to " + " and ".join(map(str, saved)) if saved else "nothing was saved"
+        raise Interrupted(f"interrupted {stage} {task.name}; {kept}") from None
+    path = saved[-1]
     print(f"trained {task.name} in {trained.train_seconds:.1f} s ({config.steps} steps)")
     print(_accuracy_line(trained, result))
     print(f"saved to {path}")
@@ -233,12 +274,36 @@ def _train(args: argparse.Namespace) -> int:
 def _train_site_models(args: argparse.Namespace) -> int:
     from attnprimer.site_models import SITE_MODELS
 
-    for task, config in train_missing((model.task, model.config) for model in SITE_MODELS):
+    specs = [(model.task, model.config) for model in SITE_MODELS]
+    for task, config in _train_missing(specs, "the site's models"):
         print(f"trained: {_train_command(task, config)}")
-    for model in SITE_MODELS:
-        trained = get_trained(model.task, model.config, progress=True)
-        print(f"{model.label}: {_accuracy_line(trained, evaluate(trained))}")
+    try:
+        for model in SITE_MODELS:
+            trained = get_trained(model.task, model.config, progress=True)
+            print(f"{model.label}: {_accuracy_line(trained, evaluate(trained))}")
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted while evaluating the site's models; "
+                          "the trained ones stay cached") from None
     return 0
+
+
+def _train_missing(specs, what: str) -> list:
+    """``train_missing``, after checking the cache, with one line for Ctrl-C.
+
+    Each model is saved once trained, so an interruption keeps the finished ones.
+    """
+    specs = list(dict.fromkeys(specs))
+    missing = [spec for spec in specs if not cached_path(*spec).is_file()]
+    if not missing:
+        return []
+    _check_cache(cached_path(*missing[0]).parent, writing=True, then="nothing was trained")
+    print(f"training {len(missing)} of {what} ({len(specs)} in all)...", flush=True)
+    try:
+        return train_missing(missing)
+    except KeyboardInterrupt:
+        cached = sum(cached_path(*spec).is_file() for spec in specs)
+        raise Interrupted(f"interrupted while training {what}; {cached} of {len(specs)} are "
+                          "cached, nothing else was saved") from None
 
 
 def _accuracy_line(trained: TrainedModel, result) -> str:
@@ -284,8 +349,10 @@ def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:
                                  self_weights=attention.get("self"))
     try:
         save_figure(figure, path)
-    except (OSError, ValueError) as error:
+    except ValueError as error:  # an unsupported format
         raise UsageError(f"cannot save the plot to {path}: {error}") from None
+    except OSError as error:
+        raise PathError(f"cannot save the plot to {path}: {_describe(error)}") from None
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -324,11 +391,80 @@ def _figures(args: argparse.Namespace) -> int:
                          f"`attnprimer figures --list` lists them")
     keys = [key for key, recipe in FIGURES.items()
             if not args.names or key in args.names or recipe.chapter in args.names]
-    if not args.names:
-        train_missing((model.task, model.config) for model in SITE_MODELS)
-    for path in render_all(args.out, keys, force=True):
-        print(path)
+    problem = _folder_problem(args.out, create=True)
+    if problem:
+        raise PathError(f"cannot write the figures to {args.out}: {problem}")
+    if args.names:  # the figures of trained models train theirs when the cache lacks them
+        _check_cache(cache_dir(), writing=False)
+    else:
+        _train_missing([(model.task, model.config) for model in SITE_MODELS],
+                       "the site's models for the figures")
+    try:
+        for path in render_all(args.out, keys, force=True):
+            print(path, flush=True)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted while rendering the figures into {args.out}") from None
     return 0
+
+
+# --- paths: checked before any training ------------------------------------------------------
+
+
+def _check_checkpoint(path: Path) -> None:
+    """``--checkpoint``: a file in an existing folder we can write in.
+
+    The folder is not created: a mistyped path should fail, not leave new folders behind.
+    """
+    if path.is_dir():
+        problem = f"{path} is a folder, not a file"
+    else:
+        problem = _folder_problem(path.parent, create=False)
+    if problem:
+        raise PathError(f"cannot save the checkpoint to {path}: {problem}; nothing was trained")
+
+
+def _check_cache(folder: Path, *, writing: bool, then: str = "") -> None:
+    """A folder of the model cache: usable for reading (or missing), or also for writing."""
+    problem = _folder_problem(folder, create=True, probe=writing)
+    if problem:
+        source = ("ATTNPRIMER_CACHE_DIR" if os.environ.get("ATTNPRIMER_CACHE_DIR")
+                  else "set ATTNPRIMER_CACHE_DIR to use another")
+        raise PathError(f"cannot use the model cache {cache_dir()} ({source}): {problem}"
+                        + (f"; {then}" if then else ""))
+
+
+def _folder_problem(folder: Path, *, create: bool, probe: bool = True) -> str | None:
+    """Why files cannot be written in ``folder``, or None if they can.
+
+    A missing ``folder`` is a problem unless ``create`` (it is made later, with its
+    parents). Leaves nothing on disk: no folder is made here, and ``probe`` (a
+    temporary file in the nearest existing folder) is removed at once.
+    """
+    existing = folder
+    while not existing.exists():
+        if not create:
+            return f"folder {existing} does not exist"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is {'a file, ' if existing.is_file() else ''}not a folder"
+    if probe:
+        try:
+            handle, name = tempfile.mkstemp(dir=existing, prefix=".attnprimer-", suffix=".tmp")
+        except OSError as error:
+            return f"cannot create files in {existing} ({error.strerror})"
+        try:
+            os.close(handle)
+        finally:
+            os.unlink(name)
+    return None
+
+
+def _describe(error: OSError) -> str:
+    """An OSError in a few words with its path, e.g. ``Not a directory: a/b``."""
+    if error.filename is None:
+        return str(error)
+    paths = " -> ".join(str(name) for name in (error.filename, error.filename2) if name)
+    return f"{error.strerror}: {paths}"
 
 
 # --- argument types --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from attnprimer.checkpoints import write_atomically
 from attnprimer.tasks.base import BLANK, Task
 
 __all__ = [
@@ -293,6 +294,8 @@ def plot_length_generalisation(
 def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     """Save ``figure`` reproducibly (no timestamps, fixed SVG ids); the format follows the suffix.
 
+    The file is written atomically: an interrupted save leaves the old file, or none.
+
     Examples:
         >>> import tempfile
         >>> folder = Path(tempfile.mkdtemp())
@@ -305,5 +308,7 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"Date": None} if path.suffix in {".svg", ".pdf"} else {}
     with rc_context(_STYLE):
-        figure.savefig(path, metadata=metadata, facecolor="white")
+        write_atomically(path, lambda file: figure.savefig(
+            file, format=path.suffix.lstrip(".") or None, metadata=metadata, facecolor="white"),
+            mode=0o644)
     return path

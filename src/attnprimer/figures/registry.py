@@ -27,6 +27,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from attnprimer.cache import fingerprint
+from attnprimer.checkpoints import write_atomically
 from attnprimer.figures.plotting import save_figure
 
 __all__ = ["FIGURES", "Recipe", "recipe", "render", "render_all"]
@@ -92,7 +93,7 @@ def render(entry: Recipe, out_dir: str | os.PathLike) -> Path:
         return save_figure(result, folder / f"{entry.name}.svg")
     path = folder / f"{entry.name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result, encoding="utf-8")
+    write_atomically(path, lambda file: file.write(result.encode("utf-8")), mode=0o644)
     return path
 
 
