@@ -229,3 +229,54 @@ def test_train_missing_in_parallel_makes_the_same_models(tiny):
     assert states_equal(parallel.model.state_dict(), tiny.model.state_dict())
     assert parallel.history["loss"] == tiny.history["loss"]
     assert cached_path(TINY_TASK, configs[1]).is_file()
+
+
+# --- results of experiments on cached models ---------------------------------------------------
+
+
+def test_a_cached_result_is_computed_once_per_model_and_arguments(tiny):
+    calls = []
+
+    def experiment(trained, samples):
+        calls.append(samples)
+        return {"samples": samples, "steps": len(trained.history["loss"])}
+
+    assert cache_module.cached_result(experiment, tiny, samples=5) == {"samples": 5, "steps": 30}
+    assert cache_module.cached_result(experiment, tiny, samples=5) == {"samples": 5, "steps": 30}
+    assert calls == [5]
+    cache_module.cached_result(experiment, tiny, samples=6)  # other arguments: computed
+    assert calls == [5, 6]
+
+
+def test_a_cached_result_is_computed_again_when_its_code_changes(tiny, monkeypatch):
+    calls = []
+
+    def experiment(trained):
+        calls.append(1)
+        return 1.0
+
+    cache_module.cached_result(experiment, tiny)
+    monkeypatch.setattr(cache_module, "_code_of", lambda function: "other code")
+    cache_module.cached_result(experiment, tiny)
+    assert len(calls) == 2
+
+
+def test_a_package_experiment_is_keyed_on_its_module(tiny, monkeypatch):
+    from attnprimer.analysis import mean_self_attention
+
+    assert cache_module._code_of(mean_self_attention) == cache_module.fingerprint(
+        "attnprimer.analysis")
+
+
+def test_a_damaged_cached_result_is_computed_again(tiny, temporary_cache):
+    calls = []
+
+    def experiment(trained):
+        calls.append(1)
+        return [1, 2]
+
+    cache_module.cached_result(experiment, tiny)
+    (stored,) = (temporary_cache / "results").iterdir()
+    stored.write_text("{not json")
+    assert cache_module.cached_result(experiment, tiny) == [1, 2]
+    assert len(calls) == 2

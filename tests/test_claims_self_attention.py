@@ -15,7 +15,7 @@ from attnprimer.analysis import (
     difference_step_profile,
     encoder_weight_by_token,
     mean_self_attention,
-    probe_difference_step,
+    cached_probes,
 )
 from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
 from attnprimer.tasks import DifferenceTask
@@ -199,7 +199,7 @@ def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(
 def probes(models):
     def table(trained):
         return {(probe.target, probe.state): probe.accuracy
-                for probe in probe_difference_step(trained, samples=5000)}
+                for probe in cached_probes(trained, samples=5000)}
 
     return {variant: [table(trained) for trained in trained_models]
             for variant, trained_models in models.items() if variant != PROJECTED}

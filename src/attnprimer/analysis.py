@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attnprimer.cache import cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.train import HELD_OUT_SEED, TrainedModel, held_out_generator, predict
 
@@ -38,6 +39,7 @@ __all__ = [
     "accuracy_by_length",
     "alignment_offsets",
     "block_and_swap",
+    "cached_probes",
     "difference_step_profile",
     "encoder_state_probe",
     "encoder_weight_by_token",
@@ -251,8 +253,13 @@ def linear_probe(
         loss.backward()
         return loss
 
-    with torch.enable_grad():
-        optimizer.step(closure)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # hundreds of small steps: threads cost more than they save
+    try:
+        with torch.enable_grad():
+            optimizer.step(closure)
+    finally:
+        torch.set_num_threads(threads)
     with torch.no_grad():
         return (probe(test_features).argmax(dim=-1) == test_labels).float().mean().item()
 
@@ -302,6 +309,15 @@ def probe_difference_step(
                                     states["score", state], quantity(score.targets), classes)
             probes.append(Probe(target, state, accuracy))
     return probes
+
+
+def cached_probes(trained: TrainedModel, samples: int = 10_000) -> list[Probe]:
+    """[`probe_difference_step`][attnprimer.analysis.probe_difference_step] of a cached model,
+    computed once per model and per code ([`cached_result`][attnprimer.cache.cached_result]):
+    the page's table and the claims tests read the same probes."""
+    return cached_result(probe_difference_step, trained, samples=samples,
+                         encode=lambda probes: [list(probe) for probe in probes],
+                         decode=lambda rows: [Probe(*row) for row in rows])
 
 
 @torch.no_grad()

@@ -15,7 +15,7 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import (block_and_swap, difference_step_profile, encoder_weight_by_token,
-                                 mean_self_attention, probe_difference_step)
+                                 mean_self_attention, cached_probes)
 from attnprimer.cost import CostPoint, measure_in_fresh_process
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
@@ -207,7 +207,7 @@ def difference_interventions() -> str:
 
 @recipe("difference_probes", "linear probes on the difference step's state, per variant")
 def difference_probes() -> str:
-    results = {variant: [probe_difference_step(trained, samples=5000)
+    results = {variant: [cached_probes(trained, samples=5000)
                          for trained in _difference_models(variant)]
                for variant in DIFFERENCE_VARIANTS}
     keys = list(dict.fromkeys((probe.target, probe.state)
