@@ -74,3 +74,17 @@ def tiny():
     from tiny_models import TINY_CONFIG, TINY_TASK
 
     return train(TINY_TASK, TINY_CONFIG, eval_every=10, eval_samples=100)
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the package's source that the code fingerprints read instead of the real one:
+    a test edits the copy to see what an edit would retrain or re-render."""
+    import shutil
+
+    import attnprimer.cache as cache_module
+
+    copy = tmp_path / "attnprimer"
+    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache_module, "ROOT", copy)
+    return copy

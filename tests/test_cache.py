@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
@@ -58,15 +57,6 @@ def test_cached_path_changes_with_the_settings(task, config):
 
 
 # --- keys per model: what an edit retrains -------------------------------------------------------
-
-
-@pytest.fixture
-def package_copy(tmp_path, monkeypatch):
-    """A copy of the package's source that the fingerprints read instead of the real one."""
-    copy = tmp_path / "attnprimer"
-    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(cache_module, "ROOT", copy)
-    return copy
 
 
 def _site_keys() -> dict:

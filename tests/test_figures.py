@@ -6,7 +6,6 @@ No test here needs a trained model: recipes that do are exercised by test_claims
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -404,17 +403,6 @@ def test_render_all_keeps_fresh_artifacts_unless_forced(tmp_path, monkeypatch):
 def test_render_all_refuses_an_unknown_key(tmp_path):
     with pytest.raises(KeyError, match="qkv/no_such_figure"):
         render_all(tmp_path, keys=["qkv/no_such_figure"])
-
-
-@pytest.fixture
-def package_copy(tmp_path, monkeypatch):
-    """A copy of the package's source that the fingerprints read instead of the real one."""
-    import attnprimer.cache as cache_module
-
-    copy = tmp_path / "attnprimer"
-    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(cache_module, "ROOT", copy)
-    return copy
 
 
 def _stamps() -> dict[str, str]:
