@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import io
 import os
 import re
 import select
@@ -931,3 +932,17 @@ def test_ctrl_c_stops_train_all_and_its_workers(cache):
     assert out == ""
     assert left == []
     assert not cache.exists() or files_in(cache) == []
+
+
+def test_a_reader_that_goes_away_is_no_error(monkeypatch, capsys):
+    # `attnprimer figures --list | head -3`: head exits, and the next write breaks the pipe.
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            return os.open(os.devnull, os.O_WRONLY)
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["figures", "--list"]) == 0
+    assert capsys.readouterr().err == ""

@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, PathError) as error:
         print(f"attnprimer: error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader went away (`attnprimer figures --list | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except OSError as error:  # a path that passed the checks and failed all the same
         print(f"attnprimer: error: {_describe(error)}", file=sys.stderr)
         return 1

@@ -18,7 +18,12 @@
 Importing this package registers every chapter's recipes.
 """
 
-from attnprimer.figures import bahdanau, positional_encoding, qkv, rnn_recap, self_attention
+# The chapters' modules, imported in reading order: the registry lists their recipes so.
+from attnprimer.figures import rnn_recap  # isort: skip
+from attnprimer.figures import bahdanau  # isort: skip
+from attnprimer.figures import qkv  # isort: skip
+from attnprimer.figures import self_attention  # isort: skip
+from attnprimer.figures import positional_encoding  # isort: skip
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,
