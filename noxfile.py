@@ -28,9 +28,21 @@ nox.options.error_on_missing_interpreters = True
 
 
 def install(session: nox.Session, *groups: str) -> None:
-    """Install the package (editable) and the given dependency groups, through the constraints."""
+    """Install the package (editable) and the given dependency groups, through the constraints.
+
+    A reused venv that already holds exactly these requirements is left alone: pip would
+    spend seconds finding that out, and the package is editable, so its code is current.
+    """
     requirements = [req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)]
+    wanted = "\n".join([(ROOT / "pyproject.toml").read_text(), (ROOT / "constraints.txt").read_text(),
+                        *requirements])
+    stamp = Path(session.virtualenv.location) / ".attnprimer-installed"
+    if stamp.is_file() and stamp.read_text() == wanted:
+        session.log("requirements unchanged since the last install: not reinstalling")
+        return
     session.install(*CONSTRAINTS, "--editable", ".", *requirements)
+    if not session._runner.global_config.no_install:  # -R skips the install: no stamp then
+        stamp.write_text(wanted)
 
 
 @nox.session(python="3.11")
