@@ -412,6 +412,7 @@ def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
     import attnprimer.figures.registry as registry
 
     rendered = []
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # in this process, where render is patched
     monkeypatch.setattr(registry, "render", lambda entry, out: rendered.append(entry.key) or
                         (out / f"{entry.key}.md"))
     code, _, err = run("figures", "rnn-recap", "qkv/score_table", "--out", str(tmp_path))

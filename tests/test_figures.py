@@ -5,6 +5,7 @@ No test here needs a trained model: recipes that do are exercised by test_claims
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -571,3 +572,37 @@ def test_plot_attention_cost_leaves_out_unmeasured_memory():
     _, memory_panel = main_axes(figure)
     labels = [text.get_text() for text in memory_panel.get_legend().get_texts()]
     assert labels == ["a"]  # no slope, no guides: nothing was measured
+
+
+MODEL_FREE = ["qkv/score_table", "qkv/score_functions", "self-attention/patterns",
+              "positional-encoding/sinusoidal"]
+
+
+def test_rendering_chapters_in_processes_writes_the_same_files(tmp_path):
+    one = render_all(tmp_path / "one", keys=MODEL_FREE)
+    two = render_all(tmp_path / "two", keys=MODEL_FREE, workers=2)
+    assert [path.relative_to(tmp_path / "one") for path in one] == [
+        path.relative_to(tmp_path / "two") for path in two]
+    for first, second in zip(one, two, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+    # and stamped: nothing renders again
+    assert render_all(tmp_path / "two", keys=MODEL_FREE, workers=2) == two
+
+
+def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monkeypatch, tmp_path):
+    order = []
+
+    def entry(chapter, name, alone=False):
+        def build() -> str:
+            order.append((name, os.getpid()))
+            return f"{name}\n"
+
+        return Recipe(chapter, name, build, "a table", f"attnprimer.figures.{chapter}", alone)
+
+    registry = {recipe.key: recipe for recipe in (entry("qkv", "first"), entry("qkv", "measured",
+                                                  alone=True), entry("qkv", "last"))}
+    monkeypatch.setattr(registry_module, "FIGURES", registry)
+    render_all(tmp_path, workers=2)  # one chapter: no processes needed
+    assert order == [("measured", os.getpid()), ("first", os.getpid()), ("last", os.getpid())]
+    assert [key for key, recipe in FIGURES.items() if recipe.alone] == [
+        "self-attention/cost", "self-attention/cost_table"]

@@ -21,6 +21,7 @@ Pages never type a number a model produced: they include what this hook made.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         log.info("figures: trained %d models in %.1f s: %s", len(trained),
                  time.perf_counter() - started,
                  ", ".join(SiteModel(task, config).label for task, config in trained))
-    paths = render_all(out_dir)
+    paths = render_all(out_dir, workers=os.cpu_count() or 1)  # a chapter per process
     for path in paths:
         if path.suffix == ".svg":
             site_path = f"{SITE_FOLDER}/{path.relative_to(out_dir).as_posix()}"

@@ -24,15 +24,10 @@ import functools
 import hashlib
 import inspect
 import json
-import multiprocessing
 import os
-import signal
 import textwrap
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -40,6 +35,7 @@ from attnprimer.checkpoints import (CheckpointError, load_checkpoint, save_check
                                     write_atomically)
 from attnprimer.tasks.base import Task
 from attnprimer.train import TrainConfig, TrainedModel, train
+from attnprimer.workers import run_in_processes
 
 __all__ = [
     "PACKAGE",
@@ -351,23 +347,10 @@ def train_missing(
         for task, config in missing:
             get_trained(task, config)
         return missing
-    # spawn: a fresh interpreter per worker, whatever threads the parent runs.
-    context = multiprocessing.get_context("spawn")
-    with _ctrl_c_reaches_only_this_process():  # its queues start the resource tracker
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                   initializer=_stop_on_sigterm)
-    try:
-        with _ctrl_c_reaches_only_this_process():  # and its workers
-            # Longest first: the last model to start is then a short one, and the workers
-            # finish together instead of one waiting for a long model started last.
-            futures = [pool.submit(_train_and_cache, spec)
-                       for spec in sorted(missing, key=_expected_seconds, reverse=True)]
-        for future in futures:
-            future.result()
-    except BaseException:  # Ctrl-C, or a model that failed: stop training the others now
-        _terminate(pool)
-        raise
-    pool.shutdown()
+    # Longest first: the last model to start is then a short one, and the workers finish
+    # together instead of one waiting for a long model started last.
+    run_in_processes(_train_and_cache, sorted(missing, key=_expected_seconds, reverse=True),
+                     workers=workers)
     return missing
 
 
@@ -382,59 +365,5 @@ def _expected_seconds(spec: tuple[Task, TrainConfig]) -> float:
     return config.steps * per_step * config.batch_size / 100 / 1000
 
 
-@contextmanager
-def _ctrl_c_reaches_only_this_process():
-    """Ignore SIGINT while starting processes: they inherit that, so Ctrl-C in a terminal
-    (sent to every process of the group) interrupts this process alone, never a worker
-    with a traceback of its own; this process then stops the workers (``_terminate``).
-    """
-    if threading.current_thread() is not threading.main_thread():  # signal() would raise
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop ``pool``'s workers now, mid-training, and wait until they are gone."""
-    processes = list(pool._processes.values())  # no public way before Python 3.14
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()  # SIGTERM: see _stop_on_sigterm
-    for process in processes:
-        process.join(timeout=10)
-        if process.is_alive():
-            process.kill()
-            process.join()
-
-
-class _Terminated(BaseException):
-    """Raised in a worker by SIGTERM: unwinds training and any half-written file."""
-
-
-_busy = False  # a worker is in _train_and_cache
-
-
-def _stop_on_sigterm() -> None:
-    """A worker's initializer: SIGTERM ends it quietly, leaving no temporary file behind."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
-
-
-def _on_sigterm(signum, frame) -> None:
-    if _busy:
-        raise _Terminated  # write_atomically removes its temporary file on the way up
-    os._exit(128 + signum)  # idle: nothing to clean up, and no traceback
-
-
 def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
-    global _busy
-    _busy = True
-    try:
-        get_trained(*spec)
-    except _Terminated:
-        os._exit(128 + signal.SIGTERM)
-    finally:
-        _busy = False
+    get_trained(*spec)

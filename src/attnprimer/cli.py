@@ -403,7 +403,7 @@ def _figures(args: argparse.Namespace) -> int:
         _train_missing([(model.task, model.config) for model in SITE_MODELS],
                        "the site's models for the figures")
     try:
-        for path in render_all(args.out, keys, force=True):
+        for path in render_all(args.out, keys, force=True, workers=os.cpu_count() or 1):
             print(path, flush=True)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted while rendering the figures into {args.out}") from None

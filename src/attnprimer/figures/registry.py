@@ -19,6 +19,7 @@ so editing one chapter's figure module re-renders that chapter's artifacts only.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from matplotlib.figure import Figure
 from attnprimer.cache import fingerprint
 from attnprimer.checkpoints import write_atomically
 from attnprimer.figures.plotting import save_figure
+from attnprimer.workers import run_in_processes
 
 __all__ = ["FIGURES", "Recipe", "recipe", "render", "render_all"]
 
@@ -43,6 +45,8 @@ class Recipe:
         build: returns a Figure (saved as SVG) or Markdown text (saved as .md).
         description: what it shows, for ``attnprimer figures --list`` and the reference.
         module: the figure module it is registered in (what its stamp is keyed on).
+        alone: it measures this machine (time, memory): rendered first, with nothing else
+            running, never beside another recipe.
     """
 
     chapter: str
@@ -50,6 +54,7 @@ class Recipe:
     build: Callable[[], Figure | str]
     description: str
     module: str
+    alone: bool = False
 
     @property
     def key(self) -> str:
@@ -71,12 +76,13 @@ def chapter_of(module: str) -> str:
     return module.rpartition(".")[2].replace("_", "-")
 
 
-def recipe(name: str, description: str) -> Callable[[Callable[[], Figure | str]],
-                                                    Callable[[], Figure | str]]:
+def recipe(name: str, description: str, *, alone: bool = False
+           ) -> Callable[[Callable[[], Figure | str]], Callable[[], Figure | str]]:
     """Register the decorated function as the artifact ``name`` of its module's chapter."""
 
     def register(build: Callable[[], Figure | str]) -> Callable[[], Figure | str]:
-        entry = Recipe(chapter_of(build.__module__), name, build, description, build.__module__)
+        entry = Recipe(chapter_of(build.__module__), name, build, description, build.__module__,
+                       alone)
         if entry.key in FIGURES:
             raise ValueError(f"recipe {entry.key!r} is registered twice")
         FIGURES[entry.key] = entry
@@ -98,12 +104,15 @@ def render(entry: Recipe, out_dir: str | os.PathLike) -> Path:
 
 
 def render_all(
-    out_dir: str | os.PathLike, keys: Iterable[str] | None = None, *, force: bool = False
+    out_dir: str | os.PathLike, keys: Iterable[str] | None = None, *, force: bool = False,
+    workers: int = 1,
 ) -> list[Path]:
     """Render recipes (all by default) into ``out_dir``; returns the files written or kept.
 
     Unless ``force``, an artifact built by the same code (its chapter module and what that
     imports, docstrings and comments aside) is kept as it is: a warm docs build is fast.
+    With ``workers`` > 1, the chapters render in that many processes, after the recipes that
+    measure the machine (``alone``), which render first, by themselves.
 
     Examples:
         >>> import tempfile
@@ -114,23 +123,54 @@ def render_all(
         ['qkv/score_functions.svg']
     """
     out_dir = Path(out_dir)
-    stamps = out_dir / ".stamps"
-    unknown = sorted(set(keys or ()) - set(FIGURES))
+    keys = list(FIGURES) if keys is None else list(keys)
+    unknown = sorted(set(keys) - set(FIGURES))
     if unknown:
         raise KeyError(f"unknown artifact {', '.join(unknown)}")
-    fingerprints: dict[str, str] = {}
-    paths = []
-    for key in keys if keys is not None else FIGURES:
-        entry = FIGURES[key]
-        if entry.module not in fingerprints:
-            fingerprints[entry.module] = fingerprint(entry.module)
-        stamp = stamps / entry.chapter / entry.name
+    codes = {module: fingerprint(module) for module in {FIGURES[key].module for key in keys}}
+    done: dict[str, list[Path]] = {}
+    stale = []
+    for key in keys:
         built = [path for path in (out_dir / f"{key}.svg", out_dir / f"{key}.md") if path.is_file()]
-        if (not force and built and stamp.is_file()
-                and stamp.read_text() == fingerprints[entry.module]):
-            paths.extend(built)
-            continue
-        paths.append(render(entry, out_dir))
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(fingerprints[entry.module])
-    return paths
+        stamp = _stamp(out_dir, FIGURES[key])
+        current = codes[FIGURES[key].module]
+        if not force and built and stamp.is_file() and stamp.read_text() == current:
+            done[key] = built
+        else:
+            stale.append(key)
+    alone = [key for key in stale if FIGURES[key].alone]
+    chapters: dict[str, list[str]] = {}
+    for key in stale:
+        if not FIGURES[key].alone:
+            chapters.setdefault(FIGURES[key].chapter, []).append(key)
+    jobs = sorted(chapters.values(), key=len, reverse=True)  # the most recipes first
+    rendered = [_render_keys((out_dir, alone))]
+    if workers > 1 and len(jobs) > 1:
+        rendered += run_in_processes(_render_keys, [(out_dir, job) for job in jobs],
+                                     workers=min(workers, len(jobs)))
+    else:
+        rendered += [_render_keys((out_dir, job)) for job in jobs]
+    for job, paths in zip([alone, *jobs], rendered, strict=True):
+        for key, path in zip(job, paths, strict=True):
+            done[key] = [path]
+            _stamp(out_dir, FIGURES[key]).parent.mkdir(parents=True, exist_ok=True)
+            _stamp(out_dir, FIGURES[key]).write_text(codes[FIGURES[key].module])
+    return [path for key in keys for path in done[key]]
+
+
+def _stamp(out_dir: Path, entry: Recipe) -> Path:
+    """Where the fingerprint of the code an artifact was built from is kept."""
+    return out_dir / ".stamps" / entry.chapter / entry.name
+
+
+def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
+    """Render some recipes into a folder; what a worker process runs, one chapter at a time."""
+    out_dir, keys = job
+    if keys and keys[0] not in FIGURES:  # a fresh worker: register every chapter's recipes
+        import matplotlib
+
+        matplotlib.use("Agg")  # in code, whatever the environment says
+        # Not an import statement: a recipe's stamp covers its own chapter's module and what
+        # that imports, and the registry must not make every chapter import every other.
+        importlib.import_module("attnprimer.figures")
+    return [render(FIGURES[key], out_dir) for key in keys]

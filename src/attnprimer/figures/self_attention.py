@@ -247,12 +247,14 @@ def _cost_points() -> tuple[CostPoint, ...]:
     return tuple(measure_in_fresh_process())
 
 
-@recipe("cost", "time and peak memory of attention against sequence length (measured)")
+@recipe("cost", "time and peak memory of attention against sequence length (measured)",
+        alone=True)
 def cost() -> Figure:
     return plot_attention_cost(_cost_points())
 
 
-@recipe("cost_table", "the measured cost numbers, with the growth per doubling of L")
+@recipe("cost_table", "the measured cost numbers, with the growth per doubling of L",
+        alone=True)
 def cost_table() -> str:
     points = _cost_points()
     names = list(dict.fromkeys(point.implementation for point in points))
