@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from matplotlib.figure import Figure
 
 from attnprimer.cache import fingerprint
@@ -164,7 +165,12 @@ def _stamp(out_dir: Path, entry: Recipe) -> Path:
 
 
 def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
-    """Render some recipes into a folder; what a worker process runs, one chapter at a time."""
+    """Render some recipes into a folder; what a worker process runs, one chapter at a time.
+
+    Recipes other than ``alone`` ones run on one thread, in a worker or not: two workers with
+    two threads each on two cores thrash, and one thread count for all keeps every number
+    the same whether the chapters rendered side by side or one after another.
+    """
     out_dir, keys = job
     if keys and keys[0] not in FIGURES:  # a fresh worker: register every chapter's recipes
         import matplotlib
@@ -173,4 +179,11 @@ def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
         # Not an import statement: a recipe's stamp covers its own chapter's module and what
         # that imports, and the registry must not make every chapter import every other.
         importlib.import_module("attnprimer.figures")
-    return [render(FIGURES[key], out_dir) for key in keys]
+    if any(FIGURES[key].alone for key in keys):
+        return [render(FIGURES[key], out_dir) for key in keys]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [render(FIGURES[key], out_dir) for key in keys]
+    finally:
+        torch.set_num_threads(threads)
