@@ -47,9 +47,10 @@ def install(session: nox.Session, *groups: str) -> None:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """Run the test suite and the doctests of src/ (extra pytest arguments pass through)."""
+    """Run the test suite and the doctests of src/, one worker per core (extra pytest
+    arguments pass through; ``-- -n 0`` runs it in one process)."""
     install(session, "tests")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 def _prepare_math(session: nox.Session) -> None:

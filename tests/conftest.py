@@ -88,3 +88,7 @@ def package_copy(tmp_path, monkeypatch):
     shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cache_module, "ROOT", copy)
     return copy
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one worker per core: two threads each would thrash
+    torch.set_num_threads(1)

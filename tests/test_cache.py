@@ -270,3 +270,23 @@ def test_a_damaged_cached_result_is_computed_again(tiny, temporary_cache):
     stored.write_text("{not json")
     assert cache_module.cached_result(experiment, tiny) == [1, 2]
     assert len(calls) == 2
+
+
+def test_a_second_process_waits_for_the_training_lock_then_trains_nothing(monkeypatch):
+    import threading
+
+    calls = []
+    real_train = cache_module.train
+    monkeypatch.setattr(cache_module, "train", lambda *args, **kwargs: calls.append(args)
+                        or real_train(*args, **kwargs))
+    results = []
+    with cache_module.training_lock():  # the first process is training
+        other = threading.Thread(
+            target=lambda: results.append(train_missing([(TINY_TASK, TINY_CONFIG)], workers=1)))
+        other.start()
+        other.join(timeout=1.0)
+        assert other.is_alive()  # it waits for the lock
+        get_trained(TINY_TASK, TINY_CONFIG)  # meanwhile the first process caches the model
+    other.join(timeout=30)
+    assert results == [[]]  # it found the model cached and trained nothing
+    assert len(calls) == 1

@@ -20,6 +20,7 @@ figure module and what it imports) and the executed labs (the whole package).
 from __future__ import annotations
 
 import ast
+import fcntl
 import functools
 import hashlib
 import inspect
@@ -27,6 +28,7 @@ import json
 import os
 import textwrap
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from typing import Any, TypeVar
 from dataclasses import asdict
 from pathlib import Path
@@ -50,6 +52,7 @@ __all__ = [
     "model_modules",
     "package_fingerprint",
     "train_missing",
+    "training_lock",
 ]
 
 PACKAGE = "attnprimer"
@@ -339,9 +342,33 @@ def train_missing(
     Returns:
         The (task, config) pairs that were trained.
     """
-    missing = list(dict.fromkeys(
-        (task, config) for task, config in specs if not cached_path(task, config).is_file()
-    ))
+    specs = list(dict.fromkeys(specs))
+    if all(cached_path(task, config).is_file() for task, config in specs):
+        return []
+    with training_lock():  # another process filling the same cache: wait, then train the rest
+        return _train_missing([spec for spec in specs if not cached_path(*spec).is_file()],
+                              workers)
+
+
+@contextmanager
+def training_lock():
+    """Hold the cache's training lock (one process trains into a cache at a time).
+
+    Two processes that fill the same cache, such as two test workers or a docs build beside
+    the tests, would otherwise train the same models twice, side by side on the same cores.
+    """
+    folder = cache_dir() / "models"
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)  # the folder itself: no lock file
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)  # closing releases the lock
+
+
+def _train_missing(missing: list[tuple[Task, TrainConfig]],
+                   workers: int | None) -> list[tuple[Task, TrainConfig]]:
     workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
     if workers == 1:
         for task, config in missing:
