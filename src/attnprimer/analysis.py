@@ -32,7 +32,8 @@ from torch.nn import functional as F
 
 from attnprimer.cache import cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.train import HELD_OUT_SEED, TrainedModel, held_out_generator, predict
+from attnprimer.train import (HELD_OUT_SEED, TrainedModel, held_out_generator, predict,
+                              single_thread)
 
 __all__ = [
     "Probe",
@@ -253,13 +254,8 @@ def linear_probe(
         loss.backward()
         return loss
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # hundreds of small steps: threads cost more than they save
-    try:
-        with torch.enable_grad():
-            optimizer.step(closure)
-    finally:
-        torch.set_num_threads(threads)
+    with single_thread(), torch.enable_grad():  # hundreds of small steps
+        optimizer.step(closure)
     with torch.no_grad():
         return (probe(test_features).argmax(dim=-1) == test_labels).float().mean().item()
 

@@ -34,6 +34,7 @@ __all__ = [
     "predict",
     "predict_one",
     "seed_everything",
+    "single_thread",
     "train",
 ]
 
@@ -186,7 +187,7 @@ def train(
     """
     # Tiny models: threads cost more than they save. enable_grad: a caller's
     # torch.no_grad() must not silently break training.
-    with _single_thread(), torch.enable_grad():
+    with single_thread(), torch.enable_grad():
         return _train(task, config, progress, eval_every, eval_samples)
 
 
@@ -224,7 +225,9 @@ def _train(task, config, progress, eval_every, eval_samples) -> TrainedModel:
 
 
 @contextmanager
-def _single_thread():
+def single_thread():
+    """Run the block on one torch thread, then restore the count: for many small operations,
+    where threads cost more than they save (training, probes, rendering beside a worker)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

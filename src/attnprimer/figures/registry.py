@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from matplotlib.figure import Figure
 
 from attnprimer.cache import fingerprint
 from attnprimer.checkpoints import write_atomically
 from attnprimer.figures.plotting import save_figure
+from attnprimer.train import single_thread
 from attnprimer.workers import run_in_processes
 
 __all__ = ["FIGURES", "Recipe", "recipe", "render", "render_all"]
@@ -154,8 +154,9 @@ def render_all(
     for job, paths in zip([alone, *jobs], rendered, strict=True):
         for key, path in zip(job, paths, strict=True):
             done[key] = [path]
-            _stamp(out_dir, FIGURES[key]).parent.mkdir(parents=True, exist_ok=True)
-            _stamp(out_dir, FIGURES[key]).write_text(codes[FIGURES[key].module])
+            stamp = _stamp(out_dir, FIGURES[key])
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(codes[FIGURES[key].module])
     return [path for key in keys for path in done[key]]
 
 
@@ -181,9 +182,5 @@ def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
         importlib.import_module("attnprimer.figures")
     if any(FIGURES[key].alone for key in keys):
         return [render(FIGURES[key], out_dir) for key in keys]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_thread():
         return [render(FIGURES[key], out_dir) for key in keys]
-    finally:
-        torch.set_num_threads(threads)
