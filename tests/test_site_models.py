@@ -60,7 +60,7 @@ def test_a_model_the_site_does_not_train_is_refused(task, settings, message):
 
 def test_the_refusal_lists_the_models_the_site_has():
     with pytest.raises(LookupError) as raised:
-        site_model("reversal", decoder="peeky", seed=3)
+        site_model("reversal", decoder="peeky", seed=7)
     assert "reversal decoder=peeky seed=0" in str(raised.value)
 
 
@@ -69,7 +69,7 @@ def test_site_seeds_gives_every_seed_in_order():
         models = site_seeds("difference", **settings)
         assert [model.config.seed for model in models] == list(SEEDS)
         assert all(model.task == models[0].task for model in models)
-    assert [model.config.seed for model in site_seeds("reversal", decoder="vanilla")] == [0]
+    assert [model.config.seed for model in site_seeds("reversal", decoder="vanilla")] == [0, 1, 2]
 
 
 def test_site_seeds_of_an_unknown_recipe_is_refused():
@@ -83,7 +83,7 @@ def test_the_chapters_comparisons_have_three_seeds_each():
     for encoding in POSITIONAL_ENCODINGS:
         assert len(site_seeds("signal", pos_enc=encoding)) == len(SEEDS)
     for settings in REVERSAL_DECODERS.values():
-        assert site_seeds("reversal", **settings)
+        assert len(site_seeds("reversal", **settings)) == len(SEEDS)
 
 
 def test_a_label_names_what_differs_from_the_defaults():

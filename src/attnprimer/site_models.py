@@ -95,7 +95,7 @@ REVERSAL_DECODERS: dict[str, dict[str, str]] = {
     "attention (additive)": {"decoder": "attention", "score": "additive"},
     "attention (dot)": {"decoder": "attention", "score": "dot"},
 }
-"""The encoder-decoders of the RNN chapters, by name: their task settings (one seed each)."""
+"""The encoder-decoders of the RNN chapters, by name: their task settings (each in every seed)."""
 
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
@@ -104,7 +104,8 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for settings in DIFFERENCE_VARIANTS.values() for seed in SEEDS),
     *(SiteModel.default(SignalTask(pos_enc=encoding), seed)
       for encoding in POSITIONAL_ENCODINGS for seed in SEEDS),
-    *(SiteModel.default(ReversalTask(**settings), 0) for settings in REVERSAL_DECODERS.values()),
+    *(SiteModel.default(ReversalTask(**settings), seed)
+      for settings in REVERSAL_DECODERS.values() for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
