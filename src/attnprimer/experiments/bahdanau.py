@@ -1,0 +1,194 @@
+"""The experiments of the chapter "Bahdanau attention": what the attention decoders use.
+
+The chapter's reversal models (``REVERSAL_DECODERS`` and the bidirectional
+``REVERSAL_BIDIRECTIONAL`` of the catalogue, three seeds each) are measured here:
+
+* [`teacher_forced`][attnprimer.experiments.bahdanau.teacher_forced] runs an attention
+  decoder step by step from its own pieces (the encoder, ``decoder.embed``, ``decoder.cell``,
+  ``decoder.out``), so that its attention weights can be replaced before they are used;
+* [`forced_attention`][attnprimer.experiments.bahdanau.forced_attention] is the intervention:
+  every output step reads exactly one encoder state, chosen relative to the letter it copies,
+  and the letters it then writes are scored;
+* [`alignment_by_length`][attnprimer.experiments.bahdanau.alignment_by_length],
+  [`exact_match_by_length`][attnprimer.experiments.bahdanau.exact_match_by_length] and
+  [`first_step_reaching`][attnprimer.experiments.bahdanau.first_step_reaching] give the
+  numbers of the alignment table, the length figure and the training curves.
+
+Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
+Shape legend: B batch, S input length, T output steps, H encoder state size, C output classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import torch
+
+from attnprimer.analysis import accuracy_by_length, alignment_offsets
+from attnprimer.cache import cached_result
+from attnprimer.rnn import PAD, Seq2Seq
+from attnprimer.train import TrainedModel, held_out_generator, single_thread
+
+__all__ = [
+    "FORCED_OFFSETS",
+    "alignment_by_length",
+    "exact_match_by_length",
+    "first_step_reaching",
+    "forced_attention",
+    "one_hot",
+    "teacher_forced",
+]
+
+FORCED_OFFSETS: dict[str, int] = {
+    "the copied letter": 0,
+    "one to its right": 1,
+    "two to its right": 2,
+}
+"""Where [`forced_attention`][attnprimer.experiments.bahdanau.forced_attention] puts the whole
+weight: an offset from the position of the letter the step copies (+1: one to the right)."""
+
+Force = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+def one_hot(positions: torch.Tensor, size: int) -> torch.Tensor:
+    """Attention weights that put everything on one position: positions (B,) -> (B, size).
+
+    Examples:
+        >>> one_hot(torch.tensor([2, 0]), 3)
+        tensor([[0., 0., 1.],
+                [1., 0., 0.]])
+    """
+    return torch.nn.functional.one_hot(positions, size).float()
+
+
+@torch.no_grad()
+def teacher_forced(model: Seq2Seq, inputs: torch.Tensor, targets: torch.Tensor,
+                   force: Force | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """An attention encoder-decoder, teacher-forced, with weights that ``force`` may replace.
+
+    Step t is fed the correct previous token ``targets[:, t - 1]``, as in training. The
+    model computes its own weights from its previous state; ``force(t, weights)`` returns
+    the weights (B, S) the step then reads with. Without ``force`` this is
+    ``model(inputs, targets)`` exactly.
+
+    Args:
+        model: a [`Seq2Seq`][attnprimer.rnn.Seq2Seq] with the attention decoder.
+        inputs: (B, S) input tokens, padded with 0 at the end.
+        targets: (B, T) the correct output tokens.
+        force: the intervention, or None.
+
+    Returns:
+        logits (B, T, C) and the weights each step read with (B, T, S).
+    """
+    if model.decoder.kind != "attention":
+        raise ValueError(f"this needs the attention decoder, got {model.decoder.kind!r}")
+    encoder, decoder = model.encoder, model.decoder
+    memory, final = encoder(inputs)  # (B, S, H), (B, H)
+    mask = (inputs != PAD)[:, None, :]  # (B, 1, S)
+    state = decoder.initial_state(final)  # (B, H)
+    token = inputs.new_full((inputs.shape[0],), decoder.start)  # (B,)
+    keys = decoder.keys(memory)
+    all_logits, all_weights = [], []
+    for step in range(targets.shape[1]):
+        _, _, weights = decoder.step(token, state, memory, final, mask, keys)  # its own: (B, S)
+        # --8<-- [start:forced_step]
+        if force is not None:
+            weights = force(step, weights)  # the intervention: (B, S)
+        context = (weights[:, None, :] @ memory)[:, 0]  # (B, 1, S) @ (B, S, H) -> (B, H)
+        state = decoder.cell(torch.cat([decoder.embed(token), context], dim=-1), state)
+        logits = decoder.out(torch.cat([state, context], dim=-1))  # (B, C)
+        # --8<-- [end:forced_step]
+        all_logits.append(logits)
+        all_weights.append(weights)
+        token = targets[:, step]  # teacher forcing
+    return torch.stack(all_logits, dim=1), torch.stack(all_weights, dim=1)
+
+
+def _forced_attention(trained: TrainedModel, lengths: tuple[int, ...], samples: int,
+                      seed: int) -> dict[str, float]:
+    with single_thread():  # many small steps: threads cost more than they save
+        return _score_forced(trained, lengths, samples, seed)
+
+
+def _score_forced(trained: TrainedModel, lengths: tuple[int, ...], samples: int,
+                  seed: int) -> dict[str, float]:
+    correct: dict[str, int] = {}
+    total = 0
+    for length in lengths:
+        task = trained.task.at_length(length)
+        inputs, targets = task.sample(samples, held_out_generator(seed))
+        copied = length - 1 - torch.arange(length + 1)  # step t copies position n - 1 - t: (T,)
+        scored = torch.arange(length) >= max(FORCED_OFFSETS.values())  # letter steps, every
+        # forced position inside the input
+        conditions: dict[str, Force | None] = {
+            "as trained": None,
+            "its own largest weight": lambda step, weights: one_hot(weights.argmax(-1), length),
+        }
+        for name, offset in FORCED_OFFSETS.items():
+            def force(step, weights, offset=offset):
+                position = int(copied[step]) + offset
+                position = min(max(position, 0), length - 1)  # unscored steps: stay inside
+                return one_hot(torch.full((weights.shape[0],), position), length)
+            conditions[name] = force
+        for name, force in conditions.items():
+            logits, _ = teacher_forced(trained.model, inputs, targets, force)
+            right = logits.argmax(-1)[:, :length] == targets[:, :length]  # (B, n) letter steps
+            correct[name] = correct.get(name, 0) + int(right[:, scored].sum())
+        total += samples * int(scored.sum())
+    return {name: count / total for name, count in correct.items()}
+
+
+def forced_attention(trained: TrainedModel, lengths: Iterable[int] = range(3, 11),
+                     samples: int = 500, seed: int = 0) -> dict[str, float]:
+    """Per-step letter accuracy, teacher-forced, when every step must read one chosen state.
+
+    For each length n, ``samples`` held-out inputs are decoded with teacher forcing
+    ([`teacher_forced`][attnprimer.experiments.bahdanau.teacher_forced]) under each condition:
+
+    * ``"as trained"``: the model's own (soft) weights;
+    * ``"its own largest weight"``: a one-hot on the position of its own largest weight;
+    * each of [`FORCED_OFFSETS`][attnprimer.experiments.bahdanau.FORCED_OFFSETS]: a one-hot on
+      the copied letter's position n - 1 - t plus the offset, at every step.
+
+    The letter steps t >= 2 are scored (the end step left out), the steps where all the
+    forced positions are inside the input. Computed once per model and code
+    ([`cached_result`][attnprimer.cache.cached_result]).
+
+    Returns:
+        The share of those steps whose most likely letter is right, by condition.
+    """
+    return cached_result(_forced_attention, trained, lengths=tuple(lengths), samples=samples,
+                         seed=seed)
+
+
+def alignment_by_length(trained: TrainedModel, lengths: Iterable[int],
+                        samples: int = 500) -> dict[int, float]:
+    """[`alignment_offsets`][attnprimer.analysis.alignment_offsets] of a cached model, computed
+    once per model and code; the offsets come back as integers."""
+    with single_thread():
+        offsets = cached_result(alignment_offsets, trained, lengths=list(lengths),
+                                samples=samples)
+    return {int(offset): share for offset, share in offsets.items()}
+
+
+def exact_match_by_length(trained: TrainedModel, lengths: Iterable[int],
+                          samples: int = 1000) -> list[float]:
+    """[`accuracy_by_length`][attnprimer.analysis.accuracy_by_length] of a cached model
+    (greedy decoding, exact match per length), computed once per model and code."""
+    with single_thread():
+        return cached_result(accuracy_by_length, trained, lengths=list(lengths), samples=samples)
+
+
+def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:
+    """The first training step at which held-out exact match reached ``level``, or None.
+
+    Examples:
+        >>> history = {"held_out_step": [100, 200, 300], "held_out_exact_match": [0.2, 0.9, 0.95]}
+        >>> first_step_reaching(history, 0.9), first_step_reaching(history, 0.99)
+        (200, None)
+    """
+    for step, accuracy in zip(history["held_out_step"], history["held_out_exact_match"],
+                              strict=True):
+        if accuracy >= level:
+            return int(step)
+    return None
