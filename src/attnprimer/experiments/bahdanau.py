@@ -9,6 +9,9 @@ The chapter's reversal models (``REVERSAL_DECODERS`` and the bidirectional
 * [`forced_attention`][attnprimer.experiments.bahdanau.forced_attention] is the intervention:
   every output step reads exactly one encoder state, chosen relative to the letter it copies,
   and the letters it then writes are scored;
+* [`largest_weight`][attnprimer.experiments.bahdanau.largest_weight] says how sharp the
+  weights are, and [`state_probes`][attnprimer.experiments.bahdanau.state_probes] what the
+  encoder's states hold;
 * [`alignment_by_length`][attnprimer.experiments.bahdanau.alignment_by_length],
   [`exact_match_by_length`][attnprimer.experiments.bahdanau.exact_match_by_length] and
   [`first_step_reaching`][attnprimer.experiments.bahdanau.first_step_reaching] give the
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from attnprimer.analysis import accuracy_by_length, alignment_offsets
+from attnprimer.analysis import accuracy_by_length, alignment_offsets, encoder_state_probe
 from attnprimer.cache import cached_result
 from attnprimer.rnn import PAD, Seq2Seq
 from attnprimer.train import TrainedModel, held_out_generator, single_thread
@@ -35,7 +38,9 @@ __all__ = [
     "exact_match_by_length",
     "first_step_reaching",
     "forced_attention",
+    "largest_weight",
     "one_hot",
+    "state_probes",
     "teacher_forced",
 ]
 
@@ -177,6 +182,29 @@ def exact_match_by_length(trained: TrainedModel, lengths: Iterable[int],
     (greedy decoding, exact match per length), computed once per model and code."""
     with single_thread():
         return cached_result(accuracy_by_length, trained, lengths=list(lengths), samples=samples)
+
+
+def state_probes(trained: TrainedModel) -> dict[str, float]:
+    """[`encoder_state_probe`][attnprimer.analysis.encoder_state_probe] of a cached model
+    (does state j hold letter j, and letter j - 1?), computed once per model and code."""
+    return cached_result(encoder_state_probe, trained)
+
+
+@torch.no_grad()
+def _largest_weight(trained: TrainedModel, lengths: list[int], samples: int) -> float:
+    largest = []
+    for length in lengths:
+        inputs, _ = trained.task.at_length(length).sample(samples, held_out_generator(0))
+        weights = trained.model(inputs).attention["encoder-decoder"][:, :length]  # (B, n, S)
+        largest.append(weights.max(dim=-1).values.flatten())  # letter steps only
+    return torch.cat(largest).mean().item()
+
+
+def largest_weight(trained: TrainedModel, lengths: Iterable[int], samples: int = 500) -> float:
+    """The mean of each letter step's largest attention weight (greedy decoding, held-out
+    inputs of each length): 1 when every step reads one state, 1/n when it spreads evenly."""
+    with single_thread():
+        return cached_result(_largest_weight, trained, lengths=list(lengths), samples=samples)
 
 
 def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:
