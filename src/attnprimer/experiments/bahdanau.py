@@ -29,7 +29,7 @@ import torch
 
 from attnprimer.analysis import accuracy_by_length, alignment_offsets, encoder_state_probe
 from attnprimer.cache import cached_result
-from attnprimer.rnn import PAD, Seq2Seq
+from attnprimer.rnn import PAD, Decoder, Seq2Seq
 from attnprimer.train import TrainedModel, held_out_generator, single_thread
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "forced_attention",
     "largest_weight",
     "one_hot",
+    "read_with",
     "state_probes",
     "teacher_forced",
 ]
@@ -64,6 +65,32 @@ def one_hot(positions: torch.Tensor, size: int) -> torch.Tensor:
                 [1., 0., 0.]])
     """
     return torch.nn.functional.one_hot(positions, size).float()
+
+
+def read_with(decoder: Decoder, token: torch.Tensor, state: torch.Tensor, memory: torch.Tensor,
+              weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of the attention decoder that reads the encoder's states with ``weights``.
+
+    The lines of [`Decoder.step`][attnprimer.rnn.Decoder.step] after the weights are made,
+    with the weights given instead of computed.
+
+    Args:
+        decoder: the attention decoder.
+        token: (B,) the previous output token.
+        state: (B, H) the previous decoder state.
+        memory: (B, S, H) the encoder's states.
+        weights: (B, S) how much the step reads of each state.
+
+    Returns:
+        logits (B, C) and the new state (B, H).
+    """
+    # --8<-- [start:forced_step]
+    context = (weights[:, None, :] @ memory)[:, 0]  # (B, S) -> (B, H)
+    inputs = torch.cat([decoder.embed(token), context], dim=-1)  # (B, E + H)
+    state = decoder.cell(inputs, state)  # (B, H)
+    logits = decoder.out(torch.cat([state, context], dim=-1))  # (B, C)
+    # --8<-- [end:forced_step]
+    return logits, state
 
 
 @torch.no_grad()
@@ -96,13 +123,9 @@ def teacher_forced(model: Seq2Seq, inputs: torch.Tensor, targets: torch.Tensor,
     all_logits, all_weights = [], []
     for step in range(targets.shape[1]):
         _, _, weights = decoder.step(token, state, memory, final, mask, keys)  # its own: (B, S)
-        # --8<-- [start:forced_step]
         if force is not None:
             weights = force(step, weights)  # the intervention: (B, S)
-        context = (weights[:, None, :] @ memory)[:, 0]  # (B, 1, S) @ (B, S, H) -> (B, H)
-        state = decoder.cell(torch.cat([decoder.embed(token), context], dim=-1), state)
-        logits = decoder.out(torch.cat([state, context], dim=-1))  # (B, C)
-        # --8<-- [end:forced_step]
+        logits, state = read_with(decoder, token, state, memory, weights)
         all_logits.append(logits)
         all_weights.append(weights)
         token = targets[:, step]  # teacher forcing

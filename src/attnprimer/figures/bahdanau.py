@@ -26,7 +26,7 @@ from attnprimer.site_models import (REVERSAL_BIDIRECTIONAL, REVERSAL_DECODERS, R
                                     site_model, site_seeds)
 from attnprimer.train import TrainedModel, predict_one
 
-__all__ = ["MODELS", "seeds"]
+__all__ = ["MODELS", "by_seed", "seeds", "spread"]
 
 BIDIRECTIONAL = "attention (additive), bidirectional"
 MODELS = {**REVERSAL_DECODERS, BIDIRECTIONAL: REVERSAL_BIDIRECTIONAL}
@@ -44,9 +44,14 @@ def seeds(name: str) -> list[TrainedModel]:
     return [model.trained() for model in site_seeds("reversal", **MODELS[name])]
 
 
+def by_seed(cells) -> str:
+    """One cell per seed, in seed order, "a / b / c" (narrow no-break spaces: never broken)."""
+    return "&#8239;/&#8239;".join(cells)
+
+
 def spread(values) -> str:
-    """Each seed's value, in seed order: "99.1 / 98.7 / 99.4 %"."""
-    return " / ".join(f"{100 * value:.1f}" for value in values) + "&nbsp;%"
+    """Each seed's percentage, in seed order: "99.1 / 98.7 / 99.4" (the header says %)."""
+    return by_seed(f"{100 * value:.1f}" for value in values)
 
 
 @recipe("additive_by_hand", "additive attention in a few lines, checked against the module")
@@ -143,8 +148,8 @@ def accuracy() -> str:
                      spread(np.mean(run[len(inside):]) for run in runs)])
     first = reversal_model("vanilla")
     return markdown_table(
-        ["model", f"lengths {inside[0]}–{inside[-1]} (trained)", f"length {inside[-1]}",
-         f"lengths {beyond[0]}–{beyond[-1]}"], rows,
+        ["model", f"lengths {inside[0]}–{inside[-1]} (trained), %", f"length {inside[-1]}, %",
+         f"lengths {beyond[0]}–{beyond[-1]}, %"], rows,
         caption=f"Exact match (every letter and the end token right, greedy decoding), 1,000 "
                 f"held-out inputs per length, averaged over the lengths of the column; each "
                 f"cell gives seeds 0 / 1 / 2. Every model trained {first.config.steps:,} steps on "
@@ -174,11 +179,11 @@ def training_table() -> str:
         histories = [trained.history for trained in seeds(name)]
         reached = {level: [first_step_reaching(history, level) for history in histories]
                    for level in (0.9, 0.99)}
-        rows.append([name, *(" / ".join(f"{step:,}" if step else "never" for step in steps)
+        rows.append([name, *(by_seed(f"{step:,}" if step else "never" for step in steps)
                              for steps in reached.values()),
                      spread(history["held_out_exact_match"][-1] for history in histories)])
     return markdown_table(
-        ["model", "first reached 90&nbsp;%", "first reached 99&nbsp;%", "at the end"], rows,
+        ["model", "first reached 90&nbsp;%", "first reached 99&nbsp;%", "at the end, %"], rows,
         caption="The training step at which held-out exact match (1,000 inputs of lengths "
                 "1–10, scored every 100 steps) first reached 90&nbsp;% and 99&nbsp;%, and its "
                 "value at the last step; each cell gives seeds 0 / 1 / 2.")
@@ -194,16 +199,16 @@ def alignment_table() -> str:
         on = [trained.get(0, 0.0) for trained, _ in shares]
         right = [trained.get(1, 0.0) for trained, _ in shares]
         rows.append([name, spread(on), spread(right),
-                     spread(1 - a - b for a, b in zip(on, right, strict=True)),
-                     " / ".join(f"{largest_weight(trained, inside):.2f}" for trained in seeds(name)),
+                     by_seed(f"{largest_weight(trained, inside):.2f}" for trained in seeds(name)),
                      spread(longer.get(0, 0.0) + longer.get(1, 0.0) for _, longer in shares)])
     return markdown_table(
-        ["model", "on the copied letter", "one to its right", "elsewhere", "largest weight",
-         f"on it or one right, lengths {beyond[0]}–{beyond[-1]}"], rows,
+        ["model", "on the copied letter, %", "one to its right, %", "largest weight",
+         f"{beyond[0]}–{beyond[-1]} letters: on it or one right, %"], rows,
         caption=f"Where the largest attention weight of each output letter falls (end token "
-                f"excluded), greedy decoding, 500 held-out inputs per length; the first four "
-                f"columns over lengths {inside[0]}–{inside[-1]}. \"largest weight\": its mean "
-                f"size (1 when a step reads one state alone). Each cell gives seeds 0 / 1 / 2.")
+                f"excluded), greedy decoding, 500 held-out inputs per length; the first three "
+                f"columns over lengths {inside[0]}–{inside[-1]}, where the rest (under 5&nbsp;%) "
+                f"falls elsewhere. \"largest weight\": its mean size (1 when a step reads one "
+                f"state alone). Each cell gives seeds 0 / 1 / 2.")
 
 
 @recipe("probe_table", "what the encoder's state at position j holds, read by linear probes")
@@ -214,7 +219,7 @@ def probe_table() -> str:
         rows.append([name, *(spread(probe[target] for probe in probes)
                              for target in ("letter j", "letter j - 1"))])
     return markdown_table(
-        ["model", "state j holds letter j", "state j holds letter j − 1"], rows,
+        ["model", "state j holds letter j, %", "state j holds letter j − 1, %"], rows,
         caption="Linear probes reading the letter at position j, and the letter before it, from "
                 "the encoder's state at position j (positions 1 and later; fitted on 2,000 "
                 "held-out inputs of lengths 1–10, scored on 2,000 others). Each cell gives "
@@ -228,7 +233,7 @@ def forced_table() -> str:
     rows = [[condition, *(spread(result[condition] for result in results[name])
                           for name in ATTENTION)] for condition in conditions]
     return markdown_table(
-        ["every step reads", *ATTENTION], rows,
+        ["every step reads", *(f"{name}, %" for name in ATTENTION)], rows,
         caption="Teacher-forced per-step letter accuracy: the decoder is fed the correct "
                 "previous letters and its attention is replaced by a one-hot on the chosen "
                 "encoder state at every step. Output steps t ≥ 2 (where every chosen position "
