@@ -138,30 +138,37 @@ def _forced_attention(trained: TrainedModel, lengths: tuple[int, ...], samples: 
         return _score_forced(trained, lengths, samples, seed)
 
 
+def _own_largest(step: int, weights: torch.Tensor) -> torch.Tensor:
+    """Everything on the position of the step's own largest weight."""
+    return one_hot(weights.argmax(dim=-1), weights.shape[-1])
+
+
+def _at_offset(offset: int) -> Force:
+    """Everything on the copied letter's position plus ``offset``, for inputs of exactly S
+    letters (step t copies S - 1 - t); kept inside the input at the steps left unscored."""
+    def force(step: int, weights: torch.Tensor) -> torch.Tensor:
+        size = weights.shape[-1]
+        position = min(max(size - 1 - step + offset, 0), size - 1)
+        return one_hot(torch.full((weights.shape[0],), position), size)
+    return force
+
+
 def _score_forced(trained: TrainedModel, lengths: tuple[int, ...], samples: int,
                   seed: int) -> dict[str, float]:
-    correct: dict[str, int] = {}
+    conditions: dict[str, Force | None] = {"as trained": None,
+                                           "its own largest weight": _own_largest}
+    conditions.update({name: _at_offset(offset) for name, offset in FORCED_OFFSETS.items()})
+    correct = dict.fromkeys(conditions, 0)
     total = 0
     for length in lengths:
-        task = trained.task.at_length(length)
+        task = trained.task.at_length(length)  # every input has exactly `length` letters
         inputs, targets = task.sample(samples, held_out_generator(seed))
-        copied = length - 1 - torch.arange(length + 1)  # step t copies position n - 1 - t: (T,)
-        scored = torch.arange(length) >= max(FORCED_OFFSETS.values())  # letter steps, every
-        # forced position inside the input
-        conditions: dict[str, Force | None] = {
-            "as trained": None,
-            "its own largest weight": lambda step, weights: one_hot(weights.argmax(-1), length),
-        }
-        for name, offset in FORCED_OFFSETS.items():
-            def force(step, weights, offset=offset):
-                position = int(copied[step]) + offset
-                position = min(max(position, 0), length - 1)  # unscored steps: stay inside
-                return one_hot(torch.full((weights.shape[0],), position), length)
-            conditions[name] = force
+        # the letter steps where every forced position is inside the input
+        scored = torch.arange(length) >= max(FORCED_OFFSETS.values())
         for name, force in conditions.items():
             logits, _ = teacher_forced(trained.model, inputs, targets, force)
             right = logits.argmax(-1)[:, :length] == targets[:, :length]  # (B, n) letter steps
-            correct[name] = correct.get(name, 0) + int(right[:, scored].sum())
+            correct[name] += int(right[:, scored].sum())
         total += samples * int(scored.sum())
     return {name: count / total for name, count in correct.items()}
 

@@ -20,7 +20,7 @@ from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, alignment_by_length
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
                                          plot_attention, plot_length_generalisation)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cli_sample, markdown_table, percent
+from attnprimer.figures.tables import cli_sample, markdown_table
 from attnprimer.report import attention_report
 from attnprimer.site_models import (REVERSAL_BIDIRECTIONAL, REVERSAL_DECODERS, REVERSAL_EXAMPLE,
                                     site_model, site_seeds)
@@ -72,8 +72,8 @@ def additive_by_hand() -> str:
         module_context, module_weights = module(state, memory, memory)
     lines = [f"weights by hand:    {[round(float(w), 4) for w in weights]}",
              f"weights, module:    {[round(float(w), 4) for w in module_weights[0]]}",
-             f"largest difference: weights {float((weights - module_weights[0]).abs().max()):.1e}"
-             f", context {float((context - module_context[0]).abs().max()):.1e}"]
+             (f"largest difference: weights {float((weights - module_weights[0]).abs().max()):.1e}"
+              f", context {float((context - module_context[0]).abs().max()):.1e}")]
     return "```text\n" + "\n".join(lines) + "\n```\n"
 
 
@@ -84,7 +84,7 @@ def _example(name: str = "attention (additive)"):
 
 
 def _alignment(name: str) -> Figure:
-    trained, tokens, prediction, attention = _example(name)
+    trained, _, prediction, attention = _example(name)
     output = trained.task.decode_output(prediction)
     weights = attention["encoder-decoder"][: len(output), : len(REVERSAL_EXAMPLE)]  # no padding
     output_labels = [char if char != "." else "end" for char in output]
