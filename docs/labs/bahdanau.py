@@ -129,9 +129,11 @@ plot_task_attention(task, inputs[:n], prediction[:steps], weights)
 
 # %% [markdown]
 # The weights form an anti-diagonal, as reversal needs, but look closely: most output
-# steps put their weight **one position to the right** of the letter they write. The
-# chapter explains why: a GRU state at position $j$ still remembers the letter at $j - 1$,
-# so reading state $j$ is enough to write letter $j - 1$.
+# steps put their weight **one position to the right** of the letter they write. A GRU
+# state at position $j$ still remembers the letter at $j - 1$, so reading state $j$ is
+# enough to write letter $j - 1$; the chapter forces the attention onto one state or
+# another to show that this is what the decoder uses, and compares the bidirectional
+# encoder of Bahdanau et al.
 #
 # ## Beyond the training lengths
 #

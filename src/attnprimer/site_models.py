@@ -28,6 +28,7 @@ __all__ = [
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
     "ORIGINAL_COUNTING_RECIPE",
+    "REVERSAL_BIDIRECTIONAL",
     "REVERSAL_DECODERS",
     "REVERSAL_EXAMPLE",
     "SEEDS",
@@ -97,6 +98,12 @@ REVERSAL_DECODERS: dict[str, dict[str, str]] = {
 }
 """The encoder-decoders of the RNN chapters, by name: their task settings (each in every seed)."""
 
+REVERSAL_BIDIRECTIONAL: dict[str, Any] = {"decoder": "attention", "score": "additive",
+                                          "bidirectional": True, "hidden": 32}
+"""Bahdanau et al.'s encoder: the additive attention model with a bidirectional GRU of 32 units
+per direction, so that its annotations [forward; backward] have the 64 numbers of the
+unidirectional model's states and the decoder is the same size (the Bahdanau page)."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     SiteModel(CountingTask(), TrainConfig(**ORIGINAL_COUNTING_RECIPE, seed=0)),
@@ -106,6 +113,8 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for encoding in POSITIONAL_ENCODINGS for seed in SEEDS),
     *(SiteModel.default(ReversalTask(**settings), seed)
       for settings in REVERSAL_DECODERS.values() for seed in SEEDS),
+    # bahdanau: the bidirectional encoder of Bahdanau et al., next to the unidirectional one
+    *(SiteModel.default(ReversalTask(**REVERSAL_BIDIRECTIONAL), seed) for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
