@@ -33,6 +33,8 @@ __all__ = [
     "SEEDS",
     "SIGNAL_EXAMPLE",
     "SITE_MODELS",
+    "VANILLA_BOTTLENECK",
+    "VANILLA_BOTTLENECK_STEPS",
     "SiteModel",
     "site_model",
     "site_seeds",
@@ -97,6 +99,18 @@ REVERSAL_DECODERS: dict[str, dict[str, str]] = {
 }
 """The encoder-decoders of the RNN chapters, by name: their task settings (each in every seed)."""
 
+VANILLA_BOTTLENECK: dict[str, dict[str, Any]] = {
+    "32 floats": {"decoder": "vanilla", "hidden": 32},
+    "64 floats": {"decoder": "vanilla"},
+}
+"""The vanilla decoders the RNN recap also trains for ``VANILLA_BOTTLENECK_STEPS``, by the size
+of their state: their task settings. With ``REVERSAL_DECODERS["vanilla"]`` (64 floats, the
+default 1,200 steps) they separate what the training budget does from what the state's size
+does."""
+
+VANILLA_BOTTLENECK_STEPS = 3600
+"""Three times the reversal models' default budget."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     SiteModel(CountingTask(), TrainConfig(**ORIGINAL_COUNTING_RECIPE, seed=0)),
@@ -106,6 +120,11 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for encoding in POSITIONAL_ENCODINGS for seed in SEEDS),
     *(SiteModel.default(ReversalTask(**settings), seed)
       for settings in REVERSAL_DECODERS.values() for seed in SEEDS),
+    # rnn-recap: the vanilla decoder trained longer, at two state sizes (budget or capacity?)
+    *(SiteModel(ReversalTask(**settings),
+                TrainConfig(**{**ReversalTask.train_defaults, "seed": seed,
+                               "steps": VANILLA_BOTTLENECK_STEPS}))
+      for settings in VANILLA_BOTTLENECK.values() for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
