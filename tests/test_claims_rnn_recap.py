@@ -36,6 +36,25 @@ def vanilla(site_models):
     return bottleneck_curves()
 
 
+# --- the GRU's equations, as the page writes them ------------------------------------------
+
+
+def test_the_gru_equations_on_the_page_are_what_pytorch_computes():
+    import torch
+
+    torch.manual_seed(0)
+    cell = torch.nn.GRUCell(5, 4)
+    x, h = torch.randn(3, 5), torch.randn(3, 4)
+    W_r, W_z, W_n = cell.weight_ih.chunk(3)  # PyTorch stacks the gates in the order r, z, n
+    U_r, U_z, U_n = cell.weight_hh.chunk(3)
+    b_r, b_z, b_n = cell.bias_ih.chunk(3)
+    c_r, c_z, c_n = cell.bias_hh.chunk(3)
+    r = torch.sigmoid(x @ W_r.T + h @ U_r.T + b_r + c_r)  # b_r on the page: the two biases
+    z = torch.sigmoid(x @ W_z.T + h @ U_z.T + b_z + c_z)
+    n = torch.tanh(x @ W_n.T + b_n + r * (h @ U_n.T + c_n))
+    torch.testing.assert_close((1 - z) * n + z * h, cell(x, h))
+
+
 # --- the comparison of the decoders: the length figure and the accuracy table ---------------
 
 
