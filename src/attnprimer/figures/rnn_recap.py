@@ -57,8 +57,8 @@ def length() -> Figure:
 
 
 def _spread(values: np.ndarray) -> str:
-    """A mean over seeds and the seeds' range: ``54.9 % (51.5–55.8)``."""
-    return f"{percent(values.mean(), 1)} ({100 * values.min():.1f}–{100 * values.max():.1f})"
+    """A mean over seeds, and under it the seeds' range: ``54.9 % <br>(51.5–55.8)``."""
+    return f"{percent(values.mean(), 1)}<br>({100 * values.min():.1f}–{100 * values.max():.1f})"
 
 
 def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]], note: str) -> str:
@@ -75,8 +75,8 @@ def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]],
         rows,
         caption=f"Exact match (the whole reversed sequence and its end token right), greedy "
                 f"decoding, 1,000 held-out sequences per length, averaged over the lengths of "
-                f"each column: the mean over {seeds} seeds, and in brackets the lowest and the "
-                f"highest seed (%). {note}")
+                f"each column: the mean over {seeds} seeds, and under it, in brackets, the lowest "
+                f"and the highest seed (%). {note}")
 
 
 @recipe("accuracy", "held-out exact match of the encoder-decoders, inside and beyond training")
@@ -96,8 +96,8 @@ def accuracy() -> str:
 def bottleneck() -> Figure:
     models = bottleneck_models()
     curves = bottleneck_curves()
-    figure = Figure(figsize=(10, 3.8), layout="constrained")
-    left, right = figure.subplots(1, 2)
+    figure = Figure(figsize=(8, 6.6), layout="constrained")
+    left, right = figure.subplots(2, 1)  # top: by length; bottom: during training
     colours = (GREY, BLUE, ORANGE)
     for colour, (label, seeds) in zip(colours, models.items()):
         runs = curves.array(label)
