@@ -56,9 +56,14 @@ def length() -> Figure:
     return plot_length_curves(decoder_curves(), reversal_model("vanilla").task.max_len)
 
 
+JOINED_DASH = "&#8288;–&#8288;"
+"""An en dash the browser may not break a line at (word joiners on both sides)."""
+
+
 def _spread(values: np.ndarray) -> str:
     """A mean over seeds, and under it the seeds' range: ``54.9 % <br>(51.5–55.8)``."""
-    return f"{percent(values.mean(), 1)}<br>({100 * values.min():.1f}–{100 * values.max():.1f})"
+    low, high = 100 * values.min(), 100 * values.max()
+    return f"{percent(values.mean(), 1)}<br>({low:.1f}{JOINED_DASH}{high:.1f})"
 
 
 def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]], note: str) -> str:
@@ -70,8 +75,9 @@ def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]],
             for label in curves.by_seed]
     seeds = len(next(iter(curves.by_seed.values())))
     return markdown_table(
-        ["model", f"lengths {inside[0]}–{inside[-1]} (trained)",
-         f"lengths {beyond[0]}–{beyond[-1]}", f"length {longest}", f"length {2 * longest}"],
+        ["model", f"lengths {inside[0]}{JOINED_DASH}{inside[-1]} (trained)",
+         f"lengths {beyond[0]}{JOINED_DASH}{beyond[-1]}", f"length&nbsp;{longest}",
+         f"length&nbsp;{2 * longest}"],
         rows,
         caption=f"Exact match (the whole reversed sequence and its end token right), greedy "
                 f"decoding, 1,000 held-out sequences per length, averaged over the lengths of "
