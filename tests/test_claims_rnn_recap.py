@@ -1,6 +1,7 @@
 """The claims of the RNN recap chapter about its trained encoder-decoders.
 
-They run on the models the docs build uses (the real model cache, via ``site_models``).
+They run on the models the docs build uses (the real model cache, via ``site_models``), in every
+seed: a claim about a decoder holds for each of its seeds unless it says "on average".
 """
 
 from __future__ import annotations
@@ -8,71 +9,190 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnprimer.analysis import accuracy_by_length
-from attnprimer.site_models import REVERSAL_DECODERS, site_model
+from attnprimer.experiments.rnn_recap import (LENGTHS, bottleneck_curves, bottleneck_models,
+                                              decoder_curves, decoder_models)
+from attnprimer.site_models import SEEDS
 
 TRAINED = range(1, 11)
 BEYOND = range(11, 21)
+SHORT = "64 floats, 1,200 steps"
+LONG = "64 floats, 3,600 steps"
+NARROW = "32 floats, 3,600 steps"
 
 
 @pytest.fixture(scope="module")
-def models(site_models):
-    return {label: site_models(site_model("reversal", **settings))
-            for label, settings in REVERSAL_DECODERS.items()}
+def decoders(site_models):
+    for seeds in decoder_models().values():
+        for model in seeds:
+            site_models(model)  # trained (by the fixture) if the cache lacks it
+    return decoder_curves()
 
 
 @pytest.fixture(scope="module")
-def accuracy(models):
-    return {label: dict(zip([*TRAINED, *BEYOND],
-                            accuracy_by_length(trained, [*TRAINED, *BEYOND], samples=1000),
-                            strict=True))
-            for label, trained in models.items()}
+def vanilla(site_models):
+    for seeds in bottleneck_models().values():
+        for model in seeds:
+            site_models(model)
+    return bottleneck_curves()
 
 
-def test_the_models_train_on_lengths_up_to_ten(models):
-    for trained in models.values():
-        assert (trained.task.min_len, trained.task.max_len) == (1, 10)
+# --- the GRU's equations, as the page writes them ------------------------------------------
 
 
-def test_every_model_reverses_short_inputs(accuracy):
-    for label, scores in accuracy.items():
-        assert min(scores[length] for length in range(1, 4)) >= 0.98, label
+def test_the_gru_equations_on_the_page_are_what_pytorch_computes():
+    import torch
+
+    torch.manual_seed(0)
+    cell = torch.nn.GRUCell(5, 4)
+    x, h = torch.randn(3, 5), torch.randn(3, 4)
+    W_r, W_z, W_n = cell.weight_ih.chunk(3)  # PyTorch stacks the gates in the order r, z, n
+    U_r, U_z, U_n = cell.weight_hh.chunk(3)
+    b_r, b_z, b_n = cell.bias_ih.chunk(3)
+    c_r, c_z, c_n = cell.bias_hh.chunk(3)
+    r = torch.sigmoid(x @ W_r.T + h @ U_r.T + b_r + c_r)  # b_r on the page: the two biases
+    z = torch.sigmoid(x @ W_z.T + h @ U_z.T + b_z + c_z)
+    n = torch.tanh(x @ W_n.T + b_n + r * (h @ U_n.T + c_n))
+    torch.testing.assert_close((1 - z) * n + z * h, cell(x, h))
 
 
-def test_the_dot_score_is_the_weakest_attention_on_the_trained_lengths(accuracy):
-    inside = {label: np.mean([scores[length] for length in TRAINED])
-              for label, scores in accuracy.items()}
-    assert inside["attention (dot)"] < inside["attention (additive)"]
-    assert inside["attention (dot)"] < inside["peeky"]
+# --- the comparison of the decoders: the length figure and the accuracy table ---------------
 
 
-def test_the_bottleneck_vanilla_falls_with_length_inside_training(accuracy):
-    vanilla = accuracy["vanilla"]
-    assert vanilla[10] < 0.7 < 0.97 <= vanilla[5]
+def test_every_model_is_compared_in_every_seed_on_lengths_1_to_20(decoders, vanilla):
+    assert list(decoders.by_seed) == ["vanilla", "peeky", "attention (additive)",
+                                      "attention (dot)"]
+    assert list(vanilla.by_seed) == [SHORT, LONG, NARROW]
+    for curves in (decoders, vanilla):
+        assert curves.lengths == list(LENGTHS) == [*TRAINED, *BEYOND]
+        assert all(len(runs) == len(SEEDS) for runs in curves.by_seed.values())
 
 
-def test_peeky_beats_vanilla_and_attention_beats_both_at_the_longest_trained_length(accuracy):
-    at_ten = {label: scores[10] for label, scores in accuracy.items()}
-    assert at_ten["peeky"] > at_ten["vanilla"] + 0.1
-    assert at_ten["attention (additive)"] > at_ten["peeky"] + 0.1
-    assert at_ten["attention (additive)"] >= 0.9
+def test_the_models_train_on_lengths_up_to_ten():
+    for models in (decoder_models(), bottleneck_models()):
+        for seeds in models.values():
+            for model in seeds:
+                assert (model.task.min_len, model.task.max_len) == (1, 10)
 
 
-def test_attention_beats_vanilla_by_far_beyond_training(accuracy):
-    mean = {label: np.mean([scores[length] for length in BEYOND])
-            for label, scores in accuracy.items()}
-    assert mean["attention (additive)"] > 3 * mean["vanilla"]
+def test_every_model_reverses_short_inputs(decoders, vanilla):
+    for curves in (decoders, vanilla):
+        for label in curves.by_seed:
+            for length in range(1, 4):
+                assert curves.at(label, length).min() >= 0.98, (label, length)
 
 
-def test_no_model_reverses_twice_the_training_length(accuracy):
-    for label, scores in accuracy.items():
-        assert scores[20] < 0.05, label
+def test_the_vanilla_decoder_falls_first_inside_training(decoders):
+    at_ten = {label: decoders.at(label, 10) for label in decoders.by_seed}
+    assert decoders.at("vanilla", 5).min() >= 0.97
+    assert at_ten["vanilla"].max() < 0.7
+    for label, scores in at_ten.items():
+        if label != "vanilla":
+            assert scores.min() > at_ten["vanilla"].max(), label
+    # inside training, ten letters is where the vanilla decoder does worst
+    assert all((decoders.at("vanilla", 10) < decoders.at("vanilla", length)).all()
+               for length in range(1, 10))
 
 
-def test_additive_attention_is_best_over_the_trained_lengths(accuracy):
-    inside = {label: np.mean([scores[length] for length in TRAINED])
-              for label, scores in accuracy.items()}
-    assert max(inside, key=inside.get) == "attention (additive)"
+def test_peeky_beats_vanilla_and_additive_attention_beats_both_at_ten_letters(decoders):
+    vanilla, peeky, additive = (decoders.at(label, 10) for label in
+                                ("vanilla", "peeky", "attention (additive)"))
+    assert peeky.min() > vanilla.max() + 0.1
+    assert additive.min() > peeky.max() + 0.1
+    assert additive.min() >= 0.9
+
+
+def test_additive_attention_is_best_over_the_trained_lengths(decoders):
+    inside = {label: decoders.over(label, TRAINED) for label in decoders.by_seed}
+    for label, scores in inside.items():
+        if label != "attention (additive)":
+            assert inside["attention (additive)"].min() > scores.max(), label
+
+
+def test_the_dot_score_is_below_peeky_on_the_trained_lengths(decoders):
+    # so "the attention models lose the least" would be false: only the additive one does
+    dot, peeky = decoders.over("attention (dot)", TRAINED), decoders.over("peeky", TRAINED)
+    assert dot.mean() < peeky.mean()
+
+
+def test_attention_beats_vanilla_by_far_beyond_training(decoders):
+    additive = decoders.over("attention (additive)", BEYOND)
+    assert additive.min() > 3 * decoders.over("vanilla", BEYOND).max()
+
+
+def test_no_model_reverses_twice_the_training_length(decoders, vanilla):
+    for curves in (decoders, vanilla):
+        for label in curves.by_seed:
+            assert curves.at(label, 20).max() < 0.05, label
+
+
+# --- bottleneck or budget: the vanilla decoder trained longer, and with half the state ------
+
+
+def test_three_times_the_budget_lifts_ten_letters_from_about_half_to_most(vanilla):
+    short, long = vanilla.at(SHORT, 10), vanilla.at(LONG, 10)
+    assert 0.4 < short.min() and short.max() < 0.65  # "about half"
+    assert long.min() >= 0.85  # "most", in every seed
+    assert long.min() > short.max() + 0.2
+
+
+def test_ten_letters_remain_the_hardest_trained_length_after_the_long_budget(vanilla):
+    for length in range(1, 10):
+        assert (vanilla.at(LONG, 10) < vanilla.at(LONG, length)).all(), length
+
+
+def _last_gain(model, site_models, points: int = 5) -> float:
+    """What the last ``points`` held-out evaluations (every 100 steps) added."""
+    held_out = site_models(model).history["held_out_exact_match"]
+    return held_out[-1] - held_out[-1 - points]
+
+
+def test_the_long_budget_has_flattened_on_the_training_lengths(site_models):
+    for model in bottleneck_models()[LONG]:
+        assert site_models(model).history["held_out_exact_match"][-1] >= 0.97
+        assert _last_gain(model, site_models) < 0.02  # the last 500 steps add under 2 points
+
+
+def test_at_step_1200_the_long_run_is_behind_the_short_one(site_models):
+    from attnprimer.train import SCHEDULES
+
+    # "still three quarters of its peak there": the cosine factor at step 1,200 of 3,600
+    assert SCHEDULES["cosine"](1200, 3600) == pytest.approx(0.75)
+    models = bottleneck_models()
+    for short, long in zip(models[SHORT], models[LONG], strict=True):
+        short_history, long_history = site_models(short).history, site_models(long).history
+        at = long_history["held_out_step"].index(short_history["held_out_step"][-1])
+        assert long_history["held_out_exact_match"][at] < \
+            short_history["held_out_exact_match"][-1] - 0.03
+
+
+def test_half_the_state_ends_lower_and_still_learning(site_models):
+    models = bottleneck_models()
+    final = {label: [site_models(model).history["held_out_exact_match"][-1]
+                     for model in models[label]] for label in (LONG, NARROW)}
+    assert max(final[NARROW]) < min(final[LONG]) - 0.03
+    gain = {label: np.mean([_last_gain(model, site_models) for model in models[label]])
+            for label in (LONG, NARROW)}
+    assert gain[NARROW] > 2 * gain[LONG]
+
+
+def test_half_the_state_costs_accuracy_at_the_same_long_budget(vanilla):
+    narrow, wide = vanilla.at(NARROW, 10), vanilla.at(LONG, 10)
+    assert narrow.max() < wide.min() - 0.15
+    assert vanilla.over(NARROW, TRAINED).max() < vanilla.over(LONG, TRAINED).min()
+
+
+def test_half_the_state_and_the_long_budget_land_where_the_short_budget_was(vanilla):
+    # "back down, at every length, to about where the short-trained 64-float one was"
+    narrow, short = vanilla.array(NARROW).mean(axis=0), vanilla.array(SHORT).mean(axis=0)
+    assert np.abs(narrow - short).max() < 0.08
+
+
+def test_no_budget_or_state_reverses_lengths_far_beyond_training(vanilla):
+    for label in vanilla.by_seed:
+        assert vanilla.at(label, 14).max() < 0.05, label
+
+
+# --- the lab: teacher forcing against free running --------------------------------------------
 
 
 def _step_accuracy(trained, *, teacher_forcing: bool):
@@ -88,11 +208,14 @@ def _step_accuracy(trained, *, teacher_forcing: bool):
     return (logits.argmax(dim=-1) == batch.targets).float().mean(dim=0)  # (T,)
 
 
-def test_free_running_errors_compound_where_teacher_forcing_hides_them(models):
-    # The RNN recap lab: teacher-forced, the later steps are about as accurate as the
-    # first; free running, accuracy falls step after step, far below (the end token aside).
-    forced = _step_accuracy(models["vanilla"], teacher_forcing=True)
-    free = _step_accuracy(models["vanilla"], teacher_forcing=False)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_free_running_errors_compound_where_teacher_forcing_hides_them(site_models, seed):
+    # The RNN recap lab (seed 0) and the chapter's "exposure bias": teacher-forced, the later
+    # steps are about as accurate as the first; free running, accuracy falls step after
+    # step, far below (the end token aside).
+    trained = site_models(decoder_models()["vanilla"][seed])
+    forced = _step_accuracy(trained, teacher_forcing=True)
+    free = _step_accuracy(trained, teacher_forcing=False)
     letters = slice(0, 10)  # step 10 writes the end token
     assert abs(forced[0] - free[0]) < 1e-9  # step 0 is fed the start token either way
     assert forced[letters].min() > forced[0] - 0.06

@@ -417,7 +417,8 @@ def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
                         (out / f"{entry.key}.md"))
     code, _, err = run("figures", "rnn-recap", "qkv/score_table", "--out", str(tmp_path))
     assert code == 0, err
-    assert sorted(rendered) == ["qkv/score_table", "rnn-recap/accuracy", "rnn-recap/length"]
+    assert sorted(rendered) == ["qkv/score_table", "rnn-recap/accuracy", "rnn-recap/bottleneck",
+                                "rnn-recap/bottleneck_table", "rnn-recap/length"]
 
 
 # --- paths that cannot be used: exit code 1, one line, checked before training -----------------

@@ -34,6 +34,8 @@ __all__ = [
     "SEEDS",
     "SIGNAL_EXAMPLE",
     "SITE_MODELS",
+    "VANILLA_BOTTLENECK",
+    "VANILLA_BOTTLENECK_STEPS",
     "SiteModel",
     "site_model",
     "site_seeds",
@@ -104,6 +106,18 @@ REVERSAL_BIDIRECTIONAL: dict[str, Any] = {"decoder": "attention", "score": "addi
 per direction, so that its annotations [forward; backward] have the 64 numbers of the
 unidirectional model's states and the decoder is the same size (the Bahdanau page)."""
 
+VANILLA_BOTTLENECK: dict[str, dict[str, Any]] = {
+    "32 floats": {"decoder": "vanilla", "hidden": 32},
+    "64 floats": {"decoder": "vanilla"},
+}
+"""The vanilla decoders the RNN recap also trains for ``VANILLA_BOTTLENECK_STEPS``, by the size
+of their state: their task settings. With ``REVERSAL_DECODERS["vanilla"]`` (64 floats, the
+default 1,200 steps) they separate what the training budget does from what the state's size
+does."""
+
+VANILLA_BOTTLENECK_STEPS = 3600
+"""Three times the reversal models' default budget."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     SiteModel(CountingTask(), TrainConfig(**ORIGINAL_COUNTING_RECIPE, seed=0)),
@@ -115,6 +129,11 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for settings in REVERSAL_DECODERS.values() for seed in SEEDS),
     # bahdanau: the bidirectional encoder of Bahdanau et al., next to the unidirectional one
     *(SiteModel.default(ReversalTask(**REVERSAL_BIDIRECTIONAL), seed) for seed in SEEDS),
+    # rnn-recap: the vanilla decoder trained longer, at two state sizes (budget or capacity?)
+    *(SiteModel(ReversalTask(**settings),
+                TrainConfig(**{**ReversalTask.train_defaults, "seed": seed,
+                               "steps": VANILLA_BOTTLENECK_STEPS}))
+      for settings in VANILLA_BOTTLENECK.values() for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
