@@ -31,7 +31,6 @@ from attnprimer.attention import attend
 __all__ = ["gaussian_scores", "nadaraya_watson"]
 
 
-# --8<-- [start:nadaraya_watson]
 def gaussian_scores(query: torch.Tensor, key: torch.Tensor, width: float) -> torch.Tensor:
     """Scores whose softmax is the normalised Gaussian kernel: ``-|q - k|^2 / (2 width^2)``.
 
@@ -48,8 +47,10 @@ def gaussian_scores(query: torch.Tensor, key: torch.Tensor, width: float) -> tor
         tensor([[-0.1250, -0.1250, -2.0000]])
     """
     _check(query, key, width)
-    distances = torch.cdist(query, key)  # (..., L, D), (..., S, D) -> (..., L, S)
+    # --8<-- [start:gaussian_scores]
+    distances = torch.cdist(query, key)  # (..., L, S): every |q - k|
     return -distances.square() / (2 * width**2)
+    # --8<-- [end:gaussian_scores]
 
 
 def nadaraya_watson(
@@ -74,9 +75,10 @@ def nadaraya_watson(
         >>> weights, estimate            # halfway between the samples: equal weights
         (tensor([[0.5000, 0.5000]]), tensor([[5.]]))
     """
+    # --8<-- [start:nadaraya_watson]
     scores = gaussian_scores(query, key, width)  # (..., L, S)
-    return attend(scores, value)  # softmax over the samples, then average: (..., L, Dv)
-# --8<-- [end:nadaraya_watson]
+    return attend(scores, value)  # softmax, then the weighted average
+    # --8<-- [end:nadaraya_watson]
 
 
 def _check(query: torch.Tensor, key: torch.Tensor, width: float) -> None:

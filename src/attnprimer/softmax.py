@@ -85,10 +85,10 @@ def softmax_statistics(scores: torch.Tensor, dim: int = -1) -> SoftmaxStatistics
         SoftmaxStatistics(maximum=tensor([0.]), normaliser=tensor([0.]))
     """
     # --8<-- [start:statistics]
-    maximum = scores.amax(dim=dim, keepdim=True)  # (..., 1): the largest score of each row
-    # A row of only -inf (every key masked) has no finite maximum: shift it by 0 instead.
-    maximum = torch.where(torch.isfinite(maximum), maximum, torch.zeros_like(maximum))
-    normaliser = (scores - maximum).exp().sum(dim=dim, keepdim=True)  # every exp <= 1
+    maximum = scores.amax(dim=dim, keepdim=True)  # the row maxima
+    # Every key masked (-inf): no finite maximum, so shift by 0.
+    maximum = torch.where(maximum.isfinite(), maximum, 0.0)
+    normaliser = (scores - maximum).exp().sum(dim=dim, keepdim=True)
     # --8<-- [end:statistics]
     return SoftmaxStatistics(maximum, normaliser)
 
@@ -112,9 +112,9 @@ def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """
     # --8<-- [start:stable_softmax]
     maximum, normaliser = softmax_statistics(scores, dim)
-    exponentials = (scores - maximum).exp()  # in [0, 1]; exactly 1 at the maximum
-    # A fully masked row has normaliser 0 and exponentials 0: divide by 1 there, not by 0.
-    return exponentials / torch.where(normaliser > 0, normaliser, torch.ones_like(normaliser))
+    exponentials = (scores - maximum).exp()  # in [0, 1]
+    # Every key masked: normaliser 0, exponentials 0; divide by 1.
+    return exponentials / torch.where(normaliser > 0, normaliser, 1.0)
     # --8<-- [end:stable_softmax]
 
 

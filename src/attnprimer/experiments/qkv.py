@@ -35,7 +35,9 @@ LARGE_COUNT = 7
 # --- dot products and cosines ----------------------------------------------------------------
 
 
-def cosine_dot_pairs(samples: int = 400, dim: int = 128, seed: int = 0):
+def cosine_dot_pairs(
+    samples: int = 400, dim: int = 128, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random vector pairs from opposite to aligned: their cosine and dot products.
 
     Returns:

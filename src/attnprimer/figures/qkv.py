@@ -73,7 +73,7 @@ def plot_score_scaling(result: ScoreSaturation) -> Figure:
         >>> [axes.get_ylabel() for axes in figure.axes][1:]
         ['largest softmax weight of 16 keys', 'size of the softmax gradient']
     """
-    figure = Figure(figsize=(11, 3.6), layout="constrained")
+    figure = Figure(figsize=(9.6, 3.5), layout="constrained")
     spread, peak, gradient = figure.subplots(1, 3)
     styles = {"unscaled": {"color": ORANGE, "marker": "o", "label": "q · k"},
               "scaled": {"color": BLUE, "marker": "s", "label": "q · k / √Dk"}}
