@@ -27,7 +27,7 @@ from attnprimer.experiments.qkv import (LARGE_COUNT, KernelRegressionToy, ScoreS
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, HEATMAP, ORANGE, plot_accuracy_curves,
                                          plot_task_attention, plot_training)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cli_sample, markdown_table, percent
+from attnprimer.figures.tables import cli_sample, markdown_table
 from attnprimer.report import attention_report
 from attnprimer.site_models import COUNTING_EXAMPLE, COUNTING_RECIPES, site_model, site_seeds
 from attnprimer.softmax import logsumexp, naive_softmax, stable_softmax
@@ -176,7 +176,8 @@ def plot_kernel_regression(toy: KernelRegressionToy) -> Figure:
     norm = LogNorm(vmin=1e-3, vmax=1)
     for column, (colour, width, estimate, weights) in enumerate(
             zip((ORANGE, BLUE, GREEN), toy.widths, toy.estimates, toy.weights, strict=False)):
-        curves.plot(toy.grid, estimate, color=colour, lw=1.6, label=f"estimate, width h = {width:g}")
+        curves.plot(toy.grid, estimate, color=colour, lw=1.6,
+                    label=f"estimate, width h = {width:g}")
         axes = figure.add_subplot(grid[1, column], sharey=figure.axes[1] if column else None)
         image = axes.imshow(weights.clamp_min(1e-3).numpy(), cmap=HEATMAP, norm=norm,
                             aspect="auto", interpolation="nearest",
@@ -280,23 +281,23 @@ def counting_mass() -> Figure:
 
 
 def _seeds(values: Iterable[float], digits: int = 2) -> str:
-    return " / ".join(percent(value, digits) for value in values)
+    return " / ".join(f"{100 * value:.{digits}f}" for value in values)  # percentages
 
 
 @recipe("counting_recipes", "held-out accuracy of the counting recipes, one change at a time")
 def counting_recipes() -> str:
     results = recipe_ablation()
-    rows = [[result.name, f"{result.steps:,} steps, lr {result.lr:g}, {result.schedule}",
+    rows = [[f"**{result.name}**", f"{result.steps:,} steps, lr {result.lr:g}, {result.schedule}",
              _seeds(result.exact_match), _seeds(result.error_large, 0), _seeds(result.error_small)]
             for result in results]
     return markdown_table(
-        ["recipe", "training", "exact match", f"wrong on counts ≥ {LARGE_COUNT}",
-         f"wrong on counts < {LARGE_COUNT}"], rows, align="llrrr",
-        caption="Each cell: seeds 0 / 1 / 2, each model scored on the same 10,000 held-out "
-                "sequences (a random stream no training batch comes from). The last two columns "
-                "are per output step: the share of counts answered wrong among the rare counts of "
-                f"{LARGE_COUNT} or more of one letter ({results[0].large} output steps in all), "
-                "and among the others. Batches of "
+        ["recipe", "training", "exact match, %", f"wrong on counts ≥ {LARGE_COUNT}, %",
+         f"wrong on counts < {LARGE_COUNT}, %"], rows, align="llrrr",
+        caption="Each cell: seeds 0 / 1 / 2, in percent, each model scored on the same 10,000 "
+                "held-out sequences (a random stream no training batch comes from). The last two "
+                "columns are per output step: the share of counts answered wrong among the rare "
+                f"counts of {LARGE_COUNT} or more of one letter ({results[0].large} output steps "
+                "in all), and among the others. Batches of "
                 f"{site_model('counting').config.batch_size} sequences, Adam, one CPU thread.")
 
 
@@ -304,6 +305,6 @@ def counting_recipes() -> str:
 def counting_recipe_curves() -> Figure:
     # With a constant rate, the original's run is the first 2,000 steps of the 6,000-step one.
     names = ("original, 6,000 steps", "original, lr 0.03", "original, cosine", "ours")
-    return plot_accuracy_curves({name.replace("6,000", "2,000, then 6,000"): [
+    return plot_accuracy_curves({name.replace(", 6,000", ", continued to 6,000"): [
         model.trained().history for model in site_seeds("counting", **COUNTING_RECIPES[name])]
         for name in names})
