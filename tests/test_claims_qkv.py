@@ -140,6 +140,28 @@ def test_shuffling_the_input_changes_no_output(site_models, label):
     torch.testing.assert_close(moved.logits, original.logits, atol=1e-3, rtol=1e-4)
 
 
+@pytest.mark.parametrize("label", DEFAULT_COUNTING, ids=lambda model: model.label)
+def test_the_context_sees_proportions_not_counts(site_models, label):
+    # The chapter: one A among five tokens and two among ten (the other tokens in the same
+    # proportions) give the same context. The model takes any length: it has no positions.
+    trained = site_models(label)
+    short = trained.task.sample(200, held_out_generator(9)).inputs[:, :5]  # (B, 5)
+    doubled = torch.cat([short, short], dim=1)  # (B, 10): every token twice
+    with torch.no_grad():
+        hidden, weights = trained.model.read(short)  # (B, T, D), (B, T, 5)
+        hidden_doubled, weights_doubled = trained.model.read(doubled)
+    tokens = trained.model.num_tokens
+
+    def weight_per_token(weights, inputs):  # (B, T, S) x (B, S, V+1) -> (B, T, V+1)
+        return weights @ torch.nn.functional.one_hot(inputs, tokens).float()
+
+    # The same total weight on each kind of token, hence the same context, and the same
+    # input to the classifier.
+    torch.testing.assert_close(weight_per_token(weights_doubled, doubled),
+                               weight_per_token(weights, short), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(hidden_doubled, hidden, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("label", ORIGINAL, ids=lambda model: model.label)
 def test_the_original_recipe_misses_the_rare_large_counts(site_models, label):
     """The chapter: the original recipe gets almost no count of seven or more right, and its
