@@ -287,11 +287,11 @@ def _seeds(values: Iterable[float], digits: int = 2) -> str:
 @recipe("counting_recipes", "held-out accuracy of the counting recipes, one change at a time")
 def counting_recipes() -> str:
     results = recipe_ablation()
-    rows = [[f"**{result.name}**", f"{result.steps:,} steps, lr {result.lr:g}, {result.schedule}",
+    rows = [[f"**{result.name}**", f"{result.steps:,}, {result.lr:g}, {result.schedule}",
              _seeds(result.exact_match), _seeds(result.error_large, 0), _seeds(result.error_small)]
             for result in results]
     return markdown_table(
-        ["recipe", "training", "exact match, %", f"wrong on counts ≥ {LARGE_COUNT}, %",
+        ["recipe", "steps, lr, schedule", "exact match, %", f"wrong on counts ≥ {LARGE_COUNT}, %",
          f"wrong on counts < {LARGE_COUNT}, %"], rows, align="llrrr",
         caption="Each cell: seeds 0 / 1 / 2, in percent, each model scored on the same 10,000 "
                 "held-out sequences (a random stream no training batch comes from). The last two "
