@@ -23,6 +23,7 @@ from attnprimer.figures import (
     Recipe,
     plot_attention,
     plot_cosine_vs_dot,
+    plot_kernel_regression,
     plot_own_letter_mass,
     plot_score_functions,
     plot_score_scaling,
@@ -31,6 +32,7 @@ from attnprimer.figures import (
     render_all,
     save_figure,
 )
+from attnprimer.experiments.qkv import kernel_regression_toy, score_saturation
 from attnprimer.figures.registry import recipe, render
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
@@ -186,15 +188,25 @@ def test_plot_cosine_vs_dot_equal_lengths_panel_is_a_straight_line():
 
 
 def test_plot_score_scaling_is_labelled():
-    figure = plot_score_scaling(dims=(2, 8, 32), keys=4, trials=40)
+    figure = plot_score_scaling(score_saturation(dims=(2, 8, 32), keys=4, trials=40))
     assert_labelled(figure)
-    left, right = main_axes(figure)
+    left, _, right = main_axes(figure)
     spread = {line.get_label(): line.get_ydata() for line in left.get_lines()}
     scaled = spread["q · k / √Dk"]
     unscaled = spread["q · k"]
     # Unscaled spread grows with the dimension; scaled stays near 1.
     assert unscaled[-1] > 2 * unscaled[0]
     assert all(0.6 < value < 1.4 for value in scaled)
+    assert right.get_yscale() == "log"
+
+
+def test_plot_kernel_regression_is_labelled():
+    toy = kernel_regression_toy(samples=12, points=30)
+    figure = plot_kernel_regression(toy)
+    assert_labelled(figure)
+    curves, *heatmaps = main_axes(figure)
+    assert len(heatmaps) == len(toy.widths) == len(images(figure))
+    assert len(curves.get_lines()) == 1 + len(toy.widths)  # the function, one estimate each
 
 
 def test_plot_score_functions_is_labelled_on_a_fixed_scale():

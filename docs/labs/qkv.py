@@ -102,7 +102,7 @@ print(exercises.diagnose("scaled_dot_product_attention",
 # If the entries of a query and a key are independent with mean 0 and variance 1, their
 # dot product is a sum of $d_k$ such products: its variance is $d_k$. The wider the
 # vectors, the larger the scores, and a softmax of large scores puts nearly all the weight
-# on one key. Its gradient then vanishes for the others. Measure it: the average largest
+# on one key, and the softmax's gradient becomes tiny. Measure it: the average largest
 # weight of a query over 16 random keys, with and without the scale.
 
 # %%
@@ -121,7 +121,7 @@ for dim in (4, 16, 64, 256, 1024):
 
 # %% [markdown]
 # Without the scale the largest weight heads for 1 as $d_k$ grows: attention becomes a
-# hard lookup that training can barely move. With it, the scores keep a standard
+# nearly hard lookup whose gradients are tiny. With it, the scores keep a standard
 # deviation near 1 whatever the width, and the weights stay soft.
 #
 # ## Inside the trained counting model

@@ -6,7 +6,9 @@ The public names, by chapter:
   [`local_mask`][attnprimer.masks.local_mask], [`combine_masks`][attnprimer.masks.combine_masks], [`to_blocked_mask`][attnprimer.masks.to_blocked_mask].
 * from scores to context ([`attnprimer.attention`][attnprimer.attention]): [`masked_softmax`][attnprimer.attention.masked_softmax], [`attend`][attnprimer.attention.attend].
 * queries, keys and values ([`attnprimer.dot_product`][attnprimer.dot_product]): [`dot_scores`][attnprimer.dot_product.dot_scores],
-  [`general_scores`][attnprimer.dot_product.general_scores], [`GeneralScore`][attnprimer.dot_product.GeneralScore], [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention].
+  [`general_scores`][attnprimer.dot_product.general_scores], [`GeneralScore`][attnprimer.dot_product.GeneralScore], [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention];
+  the stable softmax ([`attnprimer.softmax`][attnprimer.softmax]): [`stable_softmax`][attnprimer.softmax.stable_softmax], [`logsumexp`][attnprimer.softmax.logsumexp];
+  kernel regression ([`attnprimer.kernel_regression`][attnprimer.kernel_regression]): [`nadaraya_watson`][attnprimer.kernel_regression.nadaraya_watson].
 * Bahdanau attention ([`attnprimer.additive`][attnprimer.additive]): [`additive_scores`][attnprimer.additive.additive_scores],
   [`AdditiveScore`][attnprimer.additive.AdditiveScore], [`AdditiveAttention`][attnprimer.additive.AdditiveAttention].
 * self-attention ([`attnprimer.multihead`][attnprimer.multihead]): [`split_heads`][attnprimer.multihead.split_heads], [`merge_heads`][attnprimer.multihead.merge_heads],
@@ -31,8 +33,10 @@ from attnprimer.dot_product import (
     general_scores,
     scaled_dot_product_attention,
 )
+from attnprimer.kernel_regression import nadaraya_watson
 from attnprimer.masks import causal_mask, combine_masks, local_mask, padding_mask, to_blocked_mask
 from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
+from attnprimer.softmax import logsumexp, stable_softmax
 
 __version__ = "0.1.0"
 
@@ -48,10 +52,13 @@ __all__ = [
     "dot_scores",
     "general_scores",
     "local_mask",
+    "logsumexp",
     "masked_softmax",
     "merge_heads",
+    "nadaraya_watson",
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",
+    "stable_softmax",
     "to_blocked_mask",
 ]

@@ -31,8 +31,8 @@ from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, p
                                          plot_task_attention, plot_training, save_figure)
 from attnprimer.figures.positional_encoding import (plot_learned_norms, plot_rotary_scores,
                                                     plot_signal_attention, plot_sinusoidal)
-from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_own_letter_mass, plot_score_functions,
-                                    plot_score_scaling)
+from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_kernel_regression,
+                                    plot_own_letter_mass, plot_score_functions, plot_score_scaling)
 from attnprimer.figures.registry import FIGURES, Recipe, render_all
 from attnprimer.figures.self_attention import plot_difference_profile
 
@@ -52,6 +52,7 @@ __all__ = [
     "plot_causal_demo",
     "plot_cosine_vs_dot",
     "plot_difference_profile",
+    "plot_kernel_regression",
     "plot_learned_norms",
     "plot_length_generalisation",
     "plot_own_letter_mass",

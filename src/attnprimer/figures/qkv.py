@@ -1,8 +1,10 @@
 """Figures and tables of the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
 
-Dot products against cosines, why scores are scaled by sqrt(Dk), three score functions, and
-the trained counting models: their attention on the primer's example, their training, how
-much weight each query puts on its own letter, and their held-out accuracy.
+Dot products against cosines, why scores are scaled by sqrt(Dk), the stable softmax,
+Nadaraya–Watson kernel regression, three score functions, and the trained counting models:
+their attention on the primer's example, their training, how much weight each query puts on
+its own letter, and the training recipes compared one change at a time. The experiments
+behind them are in [`attnprimer.experiments.qkv`][attnprimer.experiments.qkv].
 """
 
 from __future__ import annotations
@@ -12,21 +14,26 @@ from collections.abc import Iterable
 
 import numpy as np
 import torch
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from attnprimer.additive import AdditiveScore
 from attnprimer.analysis import own_letter_mass
 from attnprimer.attention import masked_softmax
 from attnprimer.dot_product import GeneralScore, dot_scores
-from attnprimer.figures.plotting import (BLUE, GREY, HEATMAP, ORANGE, plot_task_attention,
-                                         plot_training)
+from attnprimer.experiments.qkv import (LARGE_COUNT, KernelRegressionToy, ScoreSaturation,
+                                        cosine_dot_pairs, kernel_regression_toy, recipe_ablation,
+                                        score_saturation)
+from attnprimer.figures.plotting import (BLUE, GREEN, GREY, HEATMAP, ORANGE, plot_accuracy_curves,
+                                         plot_task_attention, plot_training)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cli_sample, markdown_table, percent
+from attnprimer.figures.tables import cli_sample, markdown_table
 from attnprimer.report import attention_report
-from attnprimer.site_models import COUNTING_EXAMPLE, ORIGINAL_COUNTING_RECIPE, SEEDS, site_model
-from attnprimer.train import evaluate, predict_one
+from attnprimer.site_models import COUNTING_EXAMPLE, COUNTING_RECIPES, site_model, site_seeds
+from attnprimer.softmax import logsumexp, naive_softmax, stable_softmax
+from attnprimer.train import predict_one
 
-__all__ = ["plot_cosine_vs_dot", "plot_own_letter_mass",
+__all__ = ["plot_cosine_vs_dot", "plot_kernel_regression", "plot_own_letter_mass",
            "plot_score_functions", "plot_score_scaling"]
 
 
@@ -42,24 +49,12 @@ def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Fig
         >>> [axes.get_title() for axes in figure.axes[:2]]
         ['equal lengths (|a| = |b| = √128)', 'random lengths']
     """
-    generator = torch.Generator().manual_seed(seed)
-    a = torch.randn(samples, dim, generator=generator, dtype=torch.float64)
-    noise = torch.randn(samples, dim, generator=generator, dtype=torch.float64)
-    mix = torch.rand(samples, 1, generator=generator, dtype=torch.float64) * 2 - 1  # in [-1, 1]
-    b = mix * a + (1 - mix**2).sqrt() * noise  # pairs from opposite to aligned
-    a = a / a.norm(dim=1, keepdim=True) * math.sqrt(dim)  # every length sqrt(dim)
-    b = b / b.norm(dim=1, keepdim=True) * math.sqrt(dim)
-    cosine = torch.nn.functional.cosine_similarity(a, b, dim=1)
-    scale_a = torch.empty(samples, 1, dtype=torch.float64).uniform_(0.2, 2.0, generator=generator)
-    scale_b = torch.empty(samples, 1, dtype=torch.float64).uniform_(0.2, 2.0, generator=generator)
-
+    cosine, dot, scaled_dot, lengths = cosine_dot_pairs(samples, dim, seed)
     figure = Figure(figsize=(9, 3.8), layout="constrained")
     left, right = figure.subplots(1, 2, sharey=True)
-    left.scatter(cosine, (a * b).sum(1), s=8, color=BLUE, alpha=0.7)
+    left.scatter(cosine, dot, s=8, color=BLUE, alpha=0.7)
     left.set_title(f"equal lengths (|a| = |b| = √{dim})")
-    lengths = (scale_a * scale_b).flatten()
-    points = right.scatter(cosine, (scale_a * a * scale_b * b).sum(1), s=8, c=lengths,
-                           cmap="viridis", alpha=0.8)
+    points = right.scatter(cosine, scaled_dot, s=8, c=lengths, cmap="viridis", alpha=0.8)
     right.set_title("random lengths")
     figure.colorbar(points, ax=right, label="|a| |b| / dim")
     for axes in (left, right):
@@ -70,53 +65,34 @@ def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Fig
     return figure
 
 
-def plot_score_scaling(
-    dims: Iterable[int] = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-    keys: int = 16,
-    trials: int = 2000,
-    seed: int = 0,
-) -> Figure:
-    """Why divide by sqrt(Dk): score spread and softmax saturation against the dimension.
-
-    Queries and keys have independent unit-variance entries, as at
-    initialisation. Left: the standard deviation of ``q . k`` grows like
-    sqrt(Dk); divided by sqrt(Dk) it stays at 1. Right: the largest of ``keys``
-    softmax weights, averaged over trials: without the scale the softmax
-    saturates towards a one-hot choice (and its gradients vanish).
+def plot_score_scaling(result: ScoreSaturation) -> Figure:
+    """Why divide by sqrt(Dk): score spread, softmax saturation and gradient against Dk.
 
     Examples:
-        >>> figure = plot_score_scaling(dims=(4, 64), trials=50)
-        >>> figure.axes[1].get_ylabel()
-        'largest softmax weight of 16 keys'
+        >>> figure = plot_score_scaling(score_saturation(dims=(4, 64), trials=50))
+        >>> [axes.get_ylabel() for axes in figure.axes][1:]
+        ['largest softmax weight of 16 keys', 'size of the softmax gradient']
     """
-    dims = list(dims)
-    generator = torch.Generator().manual_seed(seed)
-    spread = {"unscaled": [], "scaled": []}
-    peak = {"unscaled": [], "scaled": []}
-    for dim in dims:
-        query = torch.randn(trials, 1, dim, generator=generator, dtype=torch.float64)
-        key = torch.randn(trials, keys, dim, generator=generator, dtype=torch.float64)
-        scores = dot_scores(query, key)  # (trials, 1, keys)
-        for name, scale in (("unscaled", 1.0), ("scaled", 1 / math.sqrt(dim))):
-            spread[name].append((scores * scale).std().item())
-            peak[name].append(masked_softmax(scores * scale).amax(dim=-1).mean().item())
-
-    figure = Figure(figsize=(9, 3.6), layout="constrained")
-    left, right = figure.subplots(1, 2)
-    styles = {"unscaled": dict(color=ORANGE, marker="o", label="q · k"),
-              "scaled": dict(color=BLUE, marker="s", label="q · k / √Dk")}
+    figure = Figure(figsize=(9.6, 3.5), layout="constrained")
+    spread, peak, gradient = figure.subplots(1, 3)
+    styles = {"unscaled": {"color": ORANGE, "marker": "o", "label": "q · k"},
+              "scaled": {"color": BLUE, "marker": "s", "label": "q · k / √Dk"}}
     for name, style in styles.items():
-        left.plot(dims, spread[name], **style)
-        right.plot(dims, peak[name], **style)
-    left.plot(dims, np.sqrt(dims), color=GREY, ls="--", lw=1, label="√Dk")
-    left.set_yscale("log", base=2)
-    left.set_ylabel("standard deviation of the scores")
-    left.set_title("score spread")
-    right.axhline(1 / keys, color=GREY, ls=":", lw=1, label=f"uniform (1/{keys})")
-    right.set_ylim(0, 1.05)
-    right.set_ylabel(f"largest softmax weight of {keys} keys")
-    right.set_title("softmax saturation")
-    for axes in (left, right):
+        spread.plot(result.dims, result.spread[name], **style)
+        peak.plot(result.dims, result.peak[name], **style)
+        gradient.plot(result.dims, result.gradient[name], **style)
+    spread.plot(result.dims, np.sqrt(result.dims), color=GREY, ls="--", lw=1, label="√Dk")
+    spread.set_yscale("log", base=2)
+    spread.set_ylabel("standard deviation of the scores")
+    spread.set_title("score spread")
+    peak.axhline(1 / result.keys, color=GREY, ls=":", lw=1, label=f"uniform (1/{result.keys})")
+    peak.set_ylim(0, 1.05)
+    peak.set_ylabel(f"largest softmax weight of {result.keys} keys")
+    peak.set_title("softmax saturation")
+    gradient.set_yscale("log")
+    gradient.set_ylabel("size of the softmax gradient")
+    gradient.set_title("|diag(p) − p pᵀ|, median")
+    for axes in (spread, peak, gradient):
         axes.set_xscale("log", base=2)
         axes.set_xlabel("dimension Dk")
         axes.legend(loc="best", fontsize=8)
@@ -184,6 +160,38 @@ def plot_own_letter_mass(counts: torch.Tensor, mass: torch.Tensor, length: int) 
     return figure
 
 
+def plot_kernel_regression(toy: KernelRegressionToy) -> Figure:
+    """Nadaraya–Watson estimates at several kernel widths, and their weight rows.
+
+    Examples:
+        >>> figure = plot_kernel_regression(kernel_regression_toy(samples=8, points=20))
+        >>> [axes.get_xlabel() for axes in figure.axes[1:4]]
+        ['sample (sorted by x)', 'sample (sorted by x)', 'sample (sorted by x)']
+    """
+    figure = Figure(figsize=(10, 6.4), layout="constrained")
+    grid = figure.add_gridspec(2, len(toy.widths), height_ratios=(1.1, 1))
+    curves = figure.add_subplot(grid[0, :])
+    curves.scatter(toy.x, toy.y, s=14, color=GREY, label="noisy samples (keys, values)")
+    curves.plot(toy.grid, toy.truth, color="black", ls="--", lw=1, label="the function sampled")
+    norm = LogNorm(vmin=1e-3, vmax=1)
+    for column, (colour, width, estimate, weights) in enumerate(
+            zip((ORANGE, BLUE, GREEN), toy.widths, toy.estimates, toy.weights, strict=False)):
+        curves.plot(toy.grid, estimate, color=colour, lw=1.6,
+                    label=f"estimate, width h = {width:g}")
+        axes = figure.add_subplot(grid[1, column], sharey=figure.axes[1] if column else None)
+        image = axes.imshow(weights.clamp_min(1e-3).numpy(), cmap=HEATMAP, norm=norm,
+                            aspect="auto", interpolation="nearest",
+                            extent=(-0.5, len(toy.x) - 0.5, float(toy.grid[-1]), 0.0))
+        axes.set_title(f"weights, h = {width:g}", fontsize=10, color=colour)
+        axes.set_xlabel("sample (sorted by x)")
+        axes.set_ylabel("" if column else "query x")
+    curves.set_xlabel("x (query)")
+    curves.set_ylabel("y")
+    figure.legend(fontsize=8, loc="outside upper center", ncols=3)
+    figure.colorbar(image, ax=figure.axes[1:], label="weight (log scale)", fraction=0.03)
+    return figure
+
+
 # --- the recipes ------------------------------------------------------------------------------
 
 
@@ -192,9 +200,27 @@ def cosine_vs_dot() -> Figure:
     return plot_cosine_vs_dot()
 
 
-@recipe("score_scaling", "score spread and softmax saturation against Dk")
+@recipe("score_scaling", "score spread, softmax saturation and gradient size against Dk")
 def score_scaling() -> Figure:
-    return plot_score_scaling()
+    return plot_score_scaling(score_saturation())
+
+
+@recipe("softmax_overflow", "the softmax as written against the stable one, on large scores")
+def softmax_overflow() -> str:
+    rows = []
+    for scores in torch.tensor([[1.0, 2, 3], [1000, 999, 998], [-1000, -999, -998]]):  # float32
+        rows.append([", ".join(f"{score:g}" for score in scores.tolist()),
+                     *(", ".join(f"{weight:.4f}" for weight in weights.tolist())
+                       for weights in (naive_softmax(scores), stable_softmax(scores))),
+                     f"{logsumexp(scores).item():.4f}"])
+    return markdown_table(["scores", "exp(x) / sum exp(x)", "stable softmax", "log-sum-exp"],
+                          rows, align="llll",
+                          caption="Computed in float32, where exp overflows above about 88.7.")
+
+
+@recipe("kernel_regression", "Nadaraya-Watson estimates of a noisy function at three widths")
+def kernel_regression() -> Figure:
+    return plot_kernel_regression(kernel_regression_toy())
 
 
 @recipe("score_functions", "one set of queries and keys under three score functions")
@@ -254,21 +280,31 @@ def counting_mass() -> Figure:
     return plot_own_letter_mass(counts, mass, trained.task.max_len)
 
 
-@recipe("counting_accuracy", "held-out accuracy of the counting models, three seeds")
-def counting_accuracy() -> str:
-    models = {f"counting, seed {seed}": site_model("counting", seed=seed) for seed in SEEDS}
-    models["counting, original recipe"] = site_model("counting", **ORIGINAL_COUNTING_RECIPE)
-    letters = models["counting, seed 0"].task.output_labels()
-    rows = []
-    for label, model in models.items():
-        result = evaluate(model.trained())
-        config = model.config
-        rows.append([label, f"{config.steps:,} steps, lr {config.lr:g}, {config.schedule}",
-                     f"**{percent(result.exact_match)}**",
-                     *(percent(accuracy) for accuracy in result.per_step)])
+def _seeds(values: Iterable[float], digits: int = 2) -> str:
+    return " / ".join(f"{100 * value:.{digits}f}" for value in values)  # percentages
+
+
+@recipe("counting_recipes", "held-out accuracy of the counting recipes, one change at a time")
+def counting_recipes() -> str:
+    results = recipe_ablation()
+    rows = [[f"**{result.name}**", f"{result.steps:,}, {result.lr:g}, {result.schedule}",
+             _seeds(result.exact_match), _seeds(result.error_large, 0), _seeds(result.error_small)]
+            for result in results]
     return markdown_table(
-        ["model", "training", "exact match", *(f"count of {letter}" for letter in letters)],
-        rows, align="llr" + "r" * len(letters),
-        caption=f"Each model scored on {result.samples:,} held-out sequences, drawn from a random "
-                f"stream that no training batch comes from; batches of {config.batch_size} "
-                f"sequences, Adam.")
+        ["recipe", "steps, lr, schedule", "exact match, %", f"wrong on counts ≥ {LARGE_COUNT}, %",
+         f"wrong on counts < {LARGE_COUNT}, %"], rows, align="llrrr",
+        caption="Each cell: seeds 0 / 1 / 2, in percent, each model scored on the same 10,000 "
+                "held-out sequences (a random stream no training batch comes from). The last two "
+                "columns are per output step: the share of counts answered wrong among the rare "
+                f"counts of {LARGE_COUNT} or more of one letter ({results[0].large} output steps "
+                "in all), and among the others. Batches of "
+                f"{site_model('counting').config.batch_size} sequences, Adam, one CPU thread.")
+
+
+@recipe("counting_recipe_curves", "held-out accuracy while training, one change at a time")
+def counting_recipe_curves() -> Figure:
+    # With a constant rate, the original's run is the first 2,000 steps of the 6,000-step one.
+    names = ("original, 6,000 steps", "original, lr 0.03", "original, cosine", "ours")
+    return plot_accuracy_curves({name.replace(", 6,000", ", continued to 6,000"): [
+        model.trained().history for model in site_seeds("counting", **COUNTING_RECIPES[name])]
+        for name in names})
