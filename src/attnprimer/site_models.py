@@ -28,6 +28,7 @@ __all__ = [
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
     "ORIGINAL_COUNTING_RECIPE",
+    "PROJECTION_SWEEP_LRS",
     "REVERSAL_DECODERS",
     "REVERSAL_EXAMPLE",
     "SEEDS",
@@ -97,6 +98,10 @@ REVERSAL_DECODERS: dict[str, dict[str, str]] = {
 }
 """The encoder-decoders of the RNN chapters, by name: their task settings (each in every seed)."""
 
+PROJECTION_SWEEP_LRS: tuple[float, ...] = (1e-2, 3e-3)
+"""The peak learning rates the self-attention chapter also tries for the difference variant with
+learned W_q, W_k, W_v (its default, 3e-2, was tuned for the models without them)."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     SiteModel(CountingTask(), TrainConfig(**ORIGINAL_COUNTING_RECIPE, seed=0)),
@@ -106,6 +111,11 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for encoding in POSITIONAL_ENCODINGS for seed in SEEDS),
     *(SiteModel.default(ReversalTask(**settings), seed)
       for settings in REVERSAL_DECODERS.values() for seed in SEEDS),
+    # self-attention: the W_q, W_k, W_v difference variant at lower peak learning rates, so that
+    # "more parameters did not help" is not an artefact of a learning rate tuned without them
+    *(SiteModel(DifferenceTask(self_att=True, projections=True),
+                TrainConfig(**{**DifferenceTask.train_defaults, "lr": lr, "seed": seed}))
+      for lr in PROJECTION_SWEEP_LRS for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
