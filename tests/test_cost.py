@@ -113,3 +113,31 @@ def test_the_kernel_name_comes_from_the_profiler():
     query = torch.randn(1, 1, 8, 4)
     assert sdpa_kernel_name(lambda: query.sum()) == "none"
     assert "flash" in sdpa_kernel_name(lambda: SDPA_VARIANTS["default, no mask"](query, query, query))
+
+
+BOOL_AND_FLOAT_MASK = """
+import torch
+from torch.nn import functional as F
+from attnprimer import cost
+cost._exact_allocator()
+length = 2048
+query = torch.randn(1, 4, length, 64)
+allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))
+additive = torch.zeros(length, length).masked_fill(~allowed, float("-inf"))
+with torch.no_grad():
+    for mask in (allowed, additive):
+        F.scaled_dot_product_attention(query, query, query, attn_mask=mask)
+        print(cost.peak_memory(
+            lambda: F.scaled_dot_product_attention(query, query, query, attn_mask=mask)))
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
+def test_a_boolean_mask_is_copied_into_a_float_mask_inside_the_call():
+    # The self-attention page: "inside the call, a float copy of it (four bytes per entry)".
+    result = subprocess.run([sys.executable, "-c", BOOL_AND_FLOAT_MASK], capture_output=True,
+                            text=True, check=True)
+    boolean, additive = (int(line) for line in result.stdout.strip().splitlines()[-2:])
+    floats = 2048**2 * 4
+    assert boolean >= 0.9 * floats
+    assert additive < 0.5 * floats

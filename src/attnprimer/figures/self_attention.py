@@ -39,9 +39,10 @@ __all__: list[str] = []
 # --- the difference models --------------------------------------------------------------------
 
 
-def _mean_range(values: list[float]) -> str:
+def _mean_range(values: list[float], digits: int = 1) -> str:
     """'mean (min–max)' in percent, over seeds."""
-    return f"{percent(float(np.mean(values)))} ({100 * min(values):.1f}–{100 * max(values):.1f})"
+    low, high = 100 * min(values), 100 * max(values)
+    return f"{percent(float(np.mean(values)))} ({low:.{digits}f}–{high:.{digits}f})"
 
 
 @recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
@@ -95,14 +96,14 @@ def _difference_sample(variant: str) -> str:
 @recipe("projection_sweep", "exact match of the W_q, W_k, W_v variant at three learning rates")
 def projection_sweep_table() -> str:
     results = projection_sweep()
-    rows = [[variant, f"{lr:g}", *(percent(value) for value in values), _mean_range(values)]
+    rows = [[variant, f"{lr:g}", *(percent(value) for value in values), _mean_range(values, 2)]
             for variant, by_lr in results.items() for lr, values in by_lr.items()]
     config = difference_models("self-attention")[0].config
     return markdown_table(
         ["self-attention", "peak lr", *(f"seed {seed}" for seed in SEEDS), "mean (range)"], rows,
         align="ll" + "r" * (len(SEEDS) + 1),
-        caption=f"Exact match on 1,000 held-out sequences. Everything but the peak learning "
-                f"rate as in the table above ({config.steps:,} steps, batches of "
+        caption=f"Exact match, on the held-out sequences of the table above. Everything but "
+                f"the peak learning rate as there ({config.steps:,} steps, batches of "
                 f"{config.batch_size}, Adam, {config.schedule} decay).")
 
 
