@@ -9,9 +9,14 @@ import pytest
 import torch
 
 from attnprimer import cost
-from attnprimer.cost import (IMPLEMENTATIONS, SDPA_VARIANTS, measure_attention_cost,
-                             measure_in_fresh_process, measure_sdpa_in_fresh_process,
-                             sdpa_kernel_name)
+from attnprimer.cost import (
+    IMPLEMENTATIONS,
+    SDPA_VARIANTS,
+    measure_attention_cost,
+    measure_in_fresh_process,
+    measure_sdpa_in_fresh_process,
+    sdpa_kernel_name,
+)
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.masks import causal_mask
 

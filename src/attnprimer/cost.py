@@ -321,27 +321,25 @@ def _main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _exact_allocator()
     if args.sdpa:
-        sdpa_points = measure_sdpa_variants(args.lengths)
-        if args.json:
-            print(json.dumps([list(point) for point in sdpa_points]))
-            return 0
-        print(f"B=1, H=4, Dh=64, float32, forward only, {torch.get_num_threads()} threads")
-        print(f"{'variant':<26}{'L':>6}{'peak (MiB)':>12}  kernel")
-        for point in sdpa_points:
-            peak = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.2f}"
-            print(f"{point.variant:<26}{point.length:>6}{peak:>12}  {point.kernel}")
-        return 0
-    points = measure_attention_cost(args.lengths, repeats=args.repeats)
+        points = measure_sdpa_variants(args.lengths)
+        header = f"{'variant':<26}{'L':>6}{'peak (MiB)':>12}  kernel"
+        lines = [f"{point.variant:<26}{point.length:>6}{_mib(point.peak_bytes):>12}  "
+                 f"{point.kernel}" for point in points]
+    else:
+        points = measure_attention_cost(args.lengths, repeats=args.repeats)
+        header = f"{'implementation':<28}{'L':>6}{'time (ms)':>12}{'peak (MiB)':>12}"
+        lines = [f"{point.implementation:<28}{point.length:>6}{point.seconds * 1e3:>12.2f}"
+                 f"{_mib(point.peak_bytes):>12}" for point in points]
     if args.json:
         print(json.dumps([list(point) for point in points]))
         return 0
-    print(f"B=1, H=4, Dh=64, float32, {torch.get_num_threads()} threads")
-    print(f"{'implementation':<28}{'L':>6}{'time (ms)':>12}{'peak (MiB)':>12}")
-    for point in points:
-        peak = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.2f}"
-        print(f"{point.implementation:<28}{point.length:>6}{point.seconds * 1e3:>12.2f}{peak:>12}")
+    print(f"B=1, H=4, Dh=64, float32, forward only, {torch.get_num_threads()} threads")
+    print("\n".join([header, *lines]))
     return 0
 
+
+def _mib(peak_bytes: int | None) -> str:
+    return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.2f}"
 
 if __name__ == "__main__":
     raise SystemExit(_main())

@@ -23,8 +23,7 @@ from attnprimer.analysis import linear_probe
 from attnprimer.cache import cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import MultiHeadAttention, split_heads
-from attnprimer.site_models import (DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS, SEEDS,
-                                    site_seeds)
+from attnprimer.site_models import DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS, SEEDS, site_seeds
 from attnprimer.tasks import DifferenceTask
 from attnprimer.train import TrainedModel, evaluate, held_out_generator
 

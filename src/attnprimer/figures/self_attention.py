@@ -14,14 +14,13 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import (block_and_swap, difference_step_profile, encoder_weight_by_token,
-                                 mean_self_attention, cached_probes)
+from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_profile,
+                                 encoder_weight_by_token, mean_self_attention)
 from attnprimer.cost import CostPoint, measure_in_fresh_process, measure_sdpa_in_fresh_process
-from attnprimer.experiments.self_attention import (READOUT_CONDITIONS,
-                                                   cached_readout, difference_models,
-                                                   multihead_shapes as shapes_of_multihead,
-                                                   projection_sweep, projection_sweep_models,
-                                                   self_attention_models)
+from attnprimer.experiments.self_attention import (READOUT_CONDITIONS, cached_readout,
+                                                   difference_models, projection_sweep,
+                                                   projection_sweep_models, self_attention_models)
+from attnprimer.experiments.self_attention import multihead_shapes as shapes_of_multihead
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (plot_accuracy_curves, plot_attention_grid,
@@ -234,6 +233,16 @@ def causal() -> Figure:
     return plot_causal_demo()
 
 
+def _mib(peak_bytes: int | None) -> str:
+    return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.1f} MiB"
+
+
+def _grid(points):
+    """(names in order, lengths, {(name, length): point}) of measurements named by their first field."""
+    names = list(dict.fromkeys(point[0] for point in points))
+    return names, sorted({point.length for point in points}), {(p[0], p.length): p for p in points}
+
+
 @functools.cache
 def _cost_points() -> tuple[CostPoint, ...]:
     """One measurement per process, shared by the cost figure and table so they agree."""
@@ -249,17 +258,13 @@ def cost() -> Figure:
 @recipe("cost_table", "the measured cost numbers, with the growth per doubling of L",
         alone=True)
 def cost_table() -> str:
-    points = _cost_points()
-    names = list(dict.fromkeys(point.implementation for point in points))
-    lengths = sorted({point.length for point in points})
-    by = {(point.implementation, point.length): point for point in points}
+    names, lengths, by = _grid(_cost_points())
     rows = []
     for length in lengths:
         cells = []
         for name in names:
             point = by[name, length]
-            memory = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.1f} MiB"
-            cells += [f"{point.seconds * 1e3:.2f} ms", memory]
+            cells += [f"{point.seconds * 1e3:.2f} ms", _mib(point.peak_bytes)]
         rows.append([f"{length:,}", *cells])
     growth = []
     for name in names:
@@ -279,14 +284,10 @@ def cost_table() -> str:
 @recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
         alone=True)
 def sdpa_table() -> str:
-    points = measure_sdpa_in_fresh_process()
-    variants = list(dict.fromkeys(point.variant for point in points))
-    lengths = sorted({point.length for point in points})
-    by = {(point.variant, point.length): point for point in points}
+    variants, lengths, by = _grid(measure_sdpa_in_fresh_process())
     rows = [[f"`{variant}`" if "=" in variant else variant,
              f"`{by[variant, lengths[-1]].kernel.removeprefix('aten::')}`",
-             *(("n/a" if by[variant, length].peak_bytes is None
-                else f"{by[variant, length].peak_bytes / 2**20:.1f} MiB") for length in lengths)]
+             *(_mib(by[variant, length].peak_bytes) for length in lengths)]
             for variant in variants]
     return markdown_table(
         ["F.scaled_dot_product_attention", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
@@ -304,5 +305,5 @@ def multihead_shapes() -> str:
     rows = shapes_of_multihead(batch, length, memory_length, dim, heads)
     lines = [f"B={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
              f"Dh=D/H={dim // heads}"]
-    lines += [f"{name:<28}{str(shape):<16}{note}" for note, name, shape in rows]
+    lines += [f"{name:<28}{shape!s:<16}{note}" for note, name, shape in rows]
     return "```text\n" + "\n".join(lines) + "\n```\n"
