@@ -204,6 +204,18 @@ def test_with_projections_every_step_attends_to_one_and_the_same_step(models, se
     assert torch.all(means[:, sink] >= 0.95), means
 
 
+@pytest.mark.parametrize("lr", PROJECTION_SWEEP_LRS)
+def test_at_the_lower_learning_rates_no_model_broadcasts_and_each_seed_differs(site_models, lr):
+    patterns = set()
+    for seed in SEEDS:
+        trained = site_models(site_model("difference", seed=seed, lr=lr,
+                                         **DIFFERENCE_VARIANTS[PROJECTED]))
+        means = mean_self_attention(trained)
+        assert torch.all(means.min(0).values < 0.95), means  # no step takes every step's weight
+        patterns.add(tuple(means.argmax(1).tolist()))
+    assert len(patterns) == len(SEEDS)
+
+
 def test_the_broadcast_step_differs_between_seeds(models):
     sinks = {int(mean_self_attention(trained).sum(0).argmax()) for trained in models[PROJECTED]}
     assert len(sinks) > 1

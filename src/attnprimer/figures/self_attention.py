@@ -175,6 +175,9 @@ def difference_self_means() -> Figure:
     models = self_attention_models()
     matrices = {f"{short}, seed {seed}": mean_self_attention(trained)
                 for short, seed, trained in models}
+    for lr, swept in list(projection_sweep_models().items())[1:]:  # the lower learning rates
+        matrices |= {f"W_q, W_k, W_v, lr {lr:g}, seed {seed}": mean_self_attention(trained)
+                     for seed, trained in zip(SEEDS, swept, strict=True)}
     return plot_attention_grid(matrices, models[0][2].task.output_labels(), columns=len(SEEDS))
 
 
