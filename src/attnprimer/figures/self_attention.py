@@ -279,9 +279,9 @@ def cost_table() -> str:
         ["L", *(f"{name}: {what}" for name in names for what in ("time", "memory"))], rows,
         align="r" * (1 + 2 * len(names)),
         caption=f"From L = {lengths[-2]:,} to {lengths[-1]:,}: " + "; ".join(growth) + ". "
-                f"One sequence, H = 4 heads of Dh = 64, float32, {torch.get_num_threads()} "
-                "threads, fastest of 3 calls (median of 3 for memory), measured when this page "
-                "was built.")
+                f"One sequence, H = 4 heads of Dh = 64, float32, forward only, CPU, "
+                f"{torch.get_num_threads()} threads, fastest of 3 calls (median of 3 for "
+                "memory), measured when this page was built.")
 
 
 @recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
