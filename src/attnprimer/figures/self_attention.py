@@ -284,12 +284,15 @@ def cost_table() -> str:
                 "memory), measured when this page was built.")
 
 
+KERNEL_PREFIX = "aten::_scaled_dot_product_"
+
+
 @recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
         alone=True)
 def sdpa_table() -> str:
     variants, lengths, by = _grid(measure_sdpa_in_fresh_process())
     rows = [[f"`{variant}`" if "=" in variant else variant,
-             f"`{by[variant, lengths[-1]].kernel.removeprefix('aten::')}`",
+             f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
              *(_mib(by[variant, length].peak_bytes) for length in lengths)]
             for variant in variants]
     return markdown_table(
@@ -298,8 +301,8 @@ def sdpa_table() -> str:
         caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
                 f"heads of Dh = 64, float32, on this machine's CPU with "
                 f"{torch.get_num_threads()} threads, in a fresh process; the kernel as "
-                f"torch.profiler names it (torch {torch.__version__}). The dense mask is built "
-                "inside the call.")
+                f"torch.profiler names it, without its prefix `{KERNEL_PREFIX}` (torch "
+                f"{torch.__version__}). The dense mask is built inside the call.")
 
 
 @recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
