@@ -176,8 +176,10 @@ def test_a_layer_norm_that_does_not_divide_by_each_length_breaks_it(readouts):
 # --- the example -------------------------------------------------------------------------------
 
 
-def test_on_the_example_the_self_attention_model_is_right_and_reads_the_b_step(models):
-    trained = models[SELF][0]
+@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
+def test_on_the_example_the_self_attention_models_are_right_and_read_the_b_step(models,
+                                                                              seed_index):
+    trained = models[SELF][seed_index]
     tokens = trained.task.encode(DIFFERENCE_EXAMPLE)
     prediction, attention = predict_one(trained.model, tokens)
     assert prediction.tolist() == [3, 5, 1, 2]

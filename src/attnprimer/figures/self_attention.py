@@ -121,7 +121,7 @@ def difference_readout() -> str:
     rows = [[text, *(percent(result[key]) for result in results)]
             for key, text in READOUT_CONDITIONS.items()]
     return markdown_table(
-        ["|A − B| read by...", *(f"seed {seed}" for seed in SEEDS)], rows, align="l" + "r" * 3,
+        [cell("|A − B| read by..."), *(f"seed {seed}" for seed in SEEDS)], rows, align="l" + "r" * 3,
         caption="The difference model without self-attention, its difference step. Probes are "
                 "multinomial logistic regressions fitted on 10,000 held-out sequences; every "
                 "row is scored on 10,000 others.")
