@@ -296,7 +296,7 @@ def sdpa_table() -> str:
              *(_mib(by[variant, length].peak_bytes) for length in lengths)]
             for variant in variants]
     return markdown_table(
-        ["F.scaled_dot_product_attention", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
+        ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
         rows, align="ll" + "r" * len(lengths),
         caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
                 f"heads of Dh = 64, float32, on this machine's CPU with "
