@@ -17,7 +17,9 @@ from attnprimer.analysis import (
     mean_self_attention,
     cached_probes,
 )
-from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
+from attnprimer.experiments.self_attention import cached_readout, projection_sweep
+from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS,
+                                    SEEDS, site_model)
 from attnprimer.tasks import DifferenceTask
 from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict_one
 
@@ -73,11 +75,111 @@ def test_learned_projections_are_worse_on_average_and_miss_the_target_at_least_o
     assert min(exact[PROJECTED]) < TARGET
 
 
+# --- "More parameters did not help, at any of the three learning rates tried" ----------------
+
+
+@pytest.fixture(scope="module")
+def sweep(site_models):
+    for lr in PROJECTION_SWEEP_LRS:  # the catalogue holds every seed of the sweep
+        for seed in SEEDS:
+            site_models(site_model("difference", seed=seed, lr=lr, **DIFFERENCE_VARIANTS[PROJECTED]))
+    results = projection_sweep()
+    return results["no projections"], results["W_q, W_k, W_v"]
+
+
+def test_the_sweep_tries_the_default_and_two_lower_learning_rates(sweep):
+    _, projected = sweep
+    default = DifferenceTask.train_defaults["lr"]
+    assert list(projected) == [default, *PROJECTION_SWEEP_LRS]
+    assert len(PROJECTION_SWEEP_LRS) >= 2 and all(lr < default for lr in PROJECTION_SWEEP_LRS)
+    assert all(len(values) == len(SEEDS) for values in projected.values())
+
+
+def test_at_every_learning_rate_projections_are_worse_on_average_and_miss_the_target(sweep):
+    plain, projected = sweep
+    (plain_values,) = plain.values()
+    for lr, values in projected.items():
+        assert sum(values) / len(values) < sum(plain_values) / len(plain_values), lr
+        assert min(values) < TARGET, lr
+        assert min(values) < min(plain_values), lr
+
+
+def test_a_lower_learning_rate_removes_the_worst_seed(sweep):
+    _, projected = sweep
+    default, *lower = projected
+    for lr in lower:
+        assert min(projected[lr]) > min(projected[default]) + 0.05  # 90.7 % -> about 99 %
+        assert min(projected[lr]) > 0.98
+
+
+def _first_step_at(histories, level):
+    """The first held-out step where the mean exact match over the seeds reaches ``level``."""
+    steps = histories[0]["held_out_step"]
+    means = torch.tensor([history["held_out_exact_match"] for history in histories]).mean(0)
+    return next(step for step, mean in zip(steps, means.tolist(), strict=True) if mean >= level)
+
+
+def test_projections_learn_slower_at_every_learning_rate_but_faster_at_the_lower_ones(
+        models, site_models):
+    plain = _first_step_at([trained.history for trained in models[SELF]], 0.9)
+    default = DifferenceTask.train_defaults["lr"]
+    steps = {}
+    for lr in (default, *PROJECTION_SWEEP_LRS):
+        histories = [site_models(site_model("difference", seed=seed, lr=lr,
+                                            **DIFFERENCE_VARIANTS[PROJECTED])).history
+                     for seed in SEEDS]
+        steps[lr] = _first_step_at(histories, 0.9)
+        assert steps[lr] > plain, lr
+    assert all(steps[lr] < steps[default] for lr in PROJECTION_SWEEP_LRS), steps
+
+
+def test_self_attention_reaches_98_percent_in_a_fraction_of_the_steps(models):
+    with_it = _first_step_at([trained.history for trained in models[SELF]], 0.98)
+    without = _first_step_at([trained.history for trained in models[PLAIN]], 0.98)
+    assert with_it < without / 3
+
+
+def test_without_self_attention_the_error_is_several_times_higher(exact):
+    assert min(1 - value for value in exact[PLAIN]) > 4 * max(1 - value for value in exact[SELF])
+
+
+# --- "Where the nonlinearity comes from" -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def readouts(models):
+    return [cached_readout(trained) for trained in models[PLAIN]]
+
+
+def test_no_linear_classifier_reads_the_difference_from_the_counts_or_the_average(readouts):
+    for result in readouts:
+        assert result["linear_counts"] < 0.4
+        assert result["linear_average"] < 0.4
+
+
+def test_after_the_layer_norm_a_linear_probe_reads_it(readouts):
+    for result in readouts:
+        assert result["linear_state"] > 0.98
+        assert result["as_trained"] > 0.99
+
+
+def test_exactly_even_weights_leave_the_model_mostly_right(readouts):
+    for result in readouts:
+        assert 0.9 < result["even_weights"] < result["as_trained"]
+
+
+def test_a_layer_norm_that_does_not_divide_by_each_length_breaks_it(readouts):
+    for result in readouts:
+        assert result["fixed_length"] < 0.25
+
+
 # --- the example -------------------------------------------------------------------------------
 
 
-def test_on_the_example_the_self_attention_model_is_right_and_reads_the_b_step(models):
-    trained = models[SELF][0]
+@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
+def test_on_the_example_the_self_attention_models_are_right_and_read_the_b_step(models,
+                                                                              seed_index):
+    trained = models[SELF][seed_index]
     tokens = trained.task.encode(DIFFERENCE_EXAMPLE)
     prediction, attention = predict_one(trained.model, tokens)
     assert prediction.tolist() == [3, 5, 1, 2]
@@ -102,6 +204,18 @@ def test_with_projections_every_step_attends_to_one_and_the_same_step(models, se
     means = mean_self_attention(models[PROJECTED][seed_index])
     sink = means.sum(0).argmax()
     assert torch.all(means[:, sink] >= 0.95), means
+
+
+@pytest.mark.parametrize("lr", PROJECTION_SWEEP_LRS)
+def test_at_the_lower_learning_rates_no_model_broadcasts_and_each_seed_differs(site_models, lr):
+    patterns = set()
+    for seed in SEEDS:
+        trained = site_models(site_model("difference", seed=seed, lr=lr,
+                                         **DIFFERENCE_VARIANTS[PROJECTED]))
+        means = mean_self_attention(trained)
+        assert torch.all(means.min(0).values < 0.95), means  # no step takes every step's weight
+        patterns.add(tuple(means.argmax(1).tolist()))
+    assert len(patterns) == len(SEEDS)
 
 
 def test_the_broadcast_step_differs_between_seeds(models):

@@ -9,7 +9,16 @@ import pytest
 import torch
 
 from attnprimer import cost
-from attnprimer.cost import IMPLEMENTATIONS, measure_attention_cost, measure_in_fresh_process
+from attnprimer.cost import (
+    IMPLEMENTATIONS,
+    SDPA_VARIANTS,
+    measure_attention_cost,
+    measure_in_fresh_process,
+    measure_sdpa_in_fresh_process,
+    sdpa_kernel_name,
+)
+from attnprimer.dot_product import scaled_dot_product_attention
+from attnprimer.masks import causal_mask
 
 LINUX = sys.platform.startswith("linux")
 
@@ -70,3 +79,70 @@ def test_the_module_prints_a_table(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("B=1, H=4, Dh=64")
     assert len(lines) == 2 + 2 * len(IMPLEMENTATIONS)
+
+
+def test_the_sdpa_variants_compute_the_same_context_as_ours():
+    generator = torch.Generator().manual_seed(0)
+    query, key, value = (torch.randn(1, 2, 17, 8, generator=generator) for _ in range(3))
+    unmasked = scaled_dot_product_attention(query, key, value)[0]
+    causal = scaled_dot_product_attention(query, key, value, causal_mask(17))[0]
+    expected = {"default, no mask": unmasked, "is_causal=True": causal,
+                "dense bool causal mask": causal, "math backend, no mask": unmasked}
+    assert set(expected) == set(SDPA_VARIANTS)
+    for name, function in SDPA_VARIANTS.items():
+        torch.testing.assert_close(function(query, key, value), expected[name],
+                                   atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
+def test_what_the_fused_call_holds_depends_on_its_backend_and_its_mask():
+    # The self-attention page's SDPA table: flash kernel by default, math backend materialises
+    # the matrix, a dense bool mask costs O(L^2) memory, is_causal=True does not.
+    points = measure_sdpa_in_fresh_process(lengths=(1024, 2048))
+    peaks = {(point.variant, point.length): point.peak_bytes for point in points}
+    kernels = {point.variant: point.kernel for point in points}
+    assert "flash" in kernels["default, no mask"]
+    assert "flash" in kernels["is_causal=True"] and "flash" in kernels["dense bool causal mask"]
+    assert kernels["math backend, no mask"].endswith("attention_math")
+    heads, length = 4, 2048
+    assert peaks["math backend, no mask", length] >= 0.9 * heads * length**2 * 4
+    assert peaks["math backend, no mask", length] >= 3 * peaks["math backend, no mask", 1024]
+    assert peaks["dense bool causal mask", length] >= length**2  # at least the mask's bytes
+    assert peaks["dense bool causal mask", length] >= 3 * peaks["dense bool causal mask", 1024]
+    flag = peaks["is_causal=True", length]
+    assert flag < 2.5 * max(peaks["is_causal=True", 1024], 1)
+    assert flag < peaks["dense bool causal mask", length] / 4
+
+
+def test_the_kernel_name_comes_from_the_profiler():
+    query = torch.randn(1, 1, 8, 4)
+    assert sdpa_kernel_name(lambda: query.sum()) == "none"
+    assert "flash" in sdpa_kernel_name(lambda: SDPA_VARIANTS["default, no mask"](query, query, query))
+
+
+BOOL_AND_FLOAT_MASK = """
+import torch
+from torch.nn import functional as F
+from attnprimer import cost
+cost._exact_allocator()
+length = 2048
+query = torch.randn(1, 4, length, 64)
+allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))
+additive = torch.zeros(length, length).masked_fill(~allowed, float("-inf"))
+with torch.no_grad():
+    for mask in (allowed, additive):
+        F.scaled_dot_product_attention(query, query, query, attn_mask=mask)
+        print(cost.peak_memory(
+            lambda: F.scaled_dot_product_attention(query, query, query, attn_mask=mask)))
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
+def test_a_boolean_mask_is_copied_into_a_float_mask_inside_the_call():
+    # The self-attention page: "inside the call, a float copy of it (four bytes per entry)".
+    result = subprocess.run([sys.executable, "-c", BOOL_AND_FLOAT_MASK], capture_output=True,
+                            text=True, check=True)
+    boolean, additive = (int(line) for line in result.stdout.strip().splitlines()[-2:])
+    floats = 2048**2 * 4
+    assert boolean >= 0.9 * floats
+    assert additive < 0.5 * floats

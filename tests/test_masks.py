@@ -54,6 +54,20 @@ def test_causal_mask_matches_torch_is_causal(query_length, key_length, generator
     torch.testing.assert_close(with_mask, with_flag, atol=1e-12, rtol=1e-12)
 
 
+def test_decoding_with_a_cache_needs_the_bottom_right_triangle_not_causal_mask(generator):
+    # The docstring of causal_mask: the last L of S positions, as a KV cache decodes them,
+    # match the full causal pass only with the triangle aligned bottom-right.
+    length, new = 6, 2
+    x = torch.randn(1, length, 4, generator=generator, dtype=torch.float64)
+    full = F.scaled_dot_product_attention(x, x, x, attn_mask=causal_mask(length))[:, -new:]
+    queries = x[:, -new:]  # (1, L, 4), the new positions; keys and values: all S = 6
+    bottom_right = torch.tril(torch.ones(new, length, dtype=torch.bool), diagonal=length - new)
+    cached = F.scaled_dot_product_attention(queries, x, x, attn_mask=bottom_right)
+    torch.testing.assert_close(cached, full, atol=1e-12, rtol=1e-12)
+    top_left = F.scaled_dot_product_attention(queries, x, x, attn_mask=causal_mask(new, length))
+    assert not torch.allclose(top_left, full)
+
+
 @pytest.mark.parametrize(("query_length", "key_length"), [(0, 3), (3, 0), (-1, None)])
 def test_causal_mask_rejects_non_positive_lengths(query_length, key_length):
     with pytest.raises(ValueError, match="must be positive"):

@@ -7,6 +7,15 @@ PyTorch's fused ``torch.nn.functional.scaled_dot_product_attention`` computes
 the same context block by block and never holds all of it at once. Both do
 O(L^2) work; only the first needs O(L^2) memory.
 
+What the fused call does depends on the backend PyTorch dispatches it to and
+on how it is masked. [`measure_sdpa_variants`][attnprimer.cost.measure_sdpa_variants]
+records, per variant of the call in [`SDPA_VARIANTS`][attnprimer.cost.SDPA_VARIANTS], the
+kernel that ran (read with ``torch.profiler``) and the peak memory: on a CPU
+build of torch 2.x the default is a flash kernel, the forced math backend
+builds the whole L x S matrix, and a dense boolean mask is itself L x S (and
+is converted to an additive float mask of that size) while ``is_causal=True``
+needs no mask tensor at all.
+
 [`measure_attention_cost`][attnprimer.cost.measure_attention_cost] times both on this machine's CPU and
 measures the extra resident memory each call needs at its peak.
 [`measure_in_fresh_process`][attnprimer.cost.measure_in_fresh_process] does it in a new Python
@@ -31,15 +40,22 @@ from typing import NamedTuple
 
 import torch
 from torch.nn import functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile
 
 from attnprimer.dot_product import scaled_dot_product_attention
 
 __all__ = [
     "IMPLEMENTATIONS",
+    "SDPA_VARIANTS",
     "CostPoint",
+    "SdpaPoint",
     "measure_attention_cost",
     "measure_in_fresh_process",
+    "measure_sdpa_in_fresh_process",
+    "measure_sdpa_variants",
     "peak_memory",
+    "sdpa_kernel_name",
 ]
 
 
@@ -52,6 +68,30 @@ IMPLEMENTATIONS: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], 
     "torch fused SDPA": F.scaled_dot_product_attention,
 }
 """The implementations compared, by label: each maps (query, key, value) to the context."""
+
+
+def _causal_by_flag(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(query, key, value, is_causal=True)
+
+
+def _causal_by_dense_mask(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    ones = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool)  # (L, S)
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=torch.tril(ones))
+
+
+def _math_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(query, key, value)
+
+
+SDPA_VARIANTS: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "default, no mask": F.scaled_dot_product_attention,
+    "is_causal=True": _causal_by_flag,
+    "dense bool causal mask": _causal_by_dense_mask,
+    "math backend, no mask": _math_backend,
+}
+"""Ways to call ``F.scaled_dot_product_attention``, by label. The dense mask is built inside the
+call (as a model that builds its mask per forward pass would), so its own L x S bytes count."""
 
 
 class CostPoint(NamedTuple):
@@ -153,6 +193,80 @@ def measure_attention_cost(
     return points
 
 
+class SdpaPoint(NamedTuple):
+    """One variant of the fused call at one length.
+
+    Attributes:
+        variant: a key of [`SDPA_VARIANTS`][attnprimer.cost.SDPA_VARIANTS].
+        length: L = S.
+        kernel: the ATen kernel the call dispatched to, as ``torch.profiler`` names it.
+        peak_bytes: extra resident memory at the call's peak, or None where it cannot be measured.
+    """
+
+    variant: str
+    length: int
+    kernel: str
+    peak_bytes: int | None
+
+
+def sdpa_kernel_name(function: Callable[[], object]) -> str:
+    """The ``aten::_scaled_dot_product_*`` kernel(s) ``function`` ran, found with ``torch.profiler``.
+
+    Examples:
+        >>> q = torch.randn(1, 1, 8, 4)
+        >>> sdpa_kernel_name(lambda: _math_backend(q, q, q))
+        'aten::_scaled_dot_product_attention_math'
+    """
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        function()
+    names = [event.key for event in profiler.key_averages()
+             if event.key.startswith("aten::_scaled_dot_product")]
+    return ", ".join(sorted(names)) or "none"
+
+
+def measure_sdpa_variants(
+    lengths: Iterable[int] = (512, 1024, 2048),
+    *,
+    heads: int = 4,
+    head_dim: int = 64,
+    seed: int = 0,
+) -> list[SdpaPoint]:
+    """The kernel and the peak memory of every variant of the fused call, at each length.
+
+    Inputs as in [`measure_attention_cost`][attnprimer.cost.measure_attention_cost] (one
+    sequence, float32, forward only, no gradients); one warm-up call, one call measured for
+    memory, one profiled. No times: this measures what is held, not how fast.
+
+    Examples:
+        >>> points = measure_sdpa_variants(lengths=(64,))
+        >>> [point.variant for point in points] == list(SDPA_VARIANTS)
+        True
+    """
+    generator = torch.Generator().manual_seed(seed)
+    points = []
+    for length in lengths:
+        query, key, value = (
+            torch.randn(1, heads, length, head_dim, generator=generator) for _ in range(3)
+        )  # (B, H, L, Dh) each
+        for name, variant in SDPA_VARIANTS.items():
+
+            def call() -> torch.Tensor:
+                return variant(query, key, value)  # noqa: B023 (called right away)
+
+            with torch.no_grad():
+                call()  # warm-up
+                peak = peak_memory(call)
+                kernel = sdpa_kernel_name(call)
+            points.append(SdpaPoint(name, length, kernel, peak))
+    return points
+
+
+def measure_sdpa_in_fresh_process(lengths: Iterable[int] = (512, 1024, 2048)) -> list[SdpaPoint]:
+    """[`measure_sdpa_variants`][attnprimer.cost.measure_sdpa_variants] in a new Python process,
+    with the allocator of [`measure_in_fresh_process`][attnprimer.cost.measure_in_fresh_process]."""
+    return [SdpaPoint(*point) for point in _run_fresh(["--sdpa", "--lengths", *map(str, lengths)])]
+
+
 def measure_in_fresh_process(
     lengths: Iterable[int] = (128, 256, 512, 1024, 2048, 4096), *, repeats: int = 3
 ) -> list[CostPoint]:
@@ -169,12 +283,16 @@ def measure_in_fresh_process(
         >>> [point.length for point in points]
         [256, 256]
     """
-    command = [sys.executable, "-m", "attnprimer.cost", "--json", "--repeats", str(repeats),
-               "--lengths", *map(str, lengths)]
+    arguments = ["--repeats", str(repeats), "--lengths", *map(str, lengths)]
+    return [CostPoint(*point) for point in _run_fresh(arguments)]
+
+
+def _run_fresh(arguments: list[str]) -> list[list]:
+    command = [sys.executable, "-m", "attnprimer.cost", "--json", *arguments]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
-    return [CostPoint(*point) for point in json.loads(result.stdout)]
+    return json.loads(result.stdout)
 
 
 def _exact_allocator() -> None:
@@ -198,19 +316,30 @@ def _main(argv: list[str] | None = None) -> int:
                         default=[128, 256, 512, 1024, 2048, 4096])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the points as JSON")
+    parser.add_argument("--sdpa", action="store_true",
+                        help="the kernel and peak memory of each way of calling the fused SDPA")
     args = parser.parse_args(argv)
     _exact_allocator()
-    points = measure_attention_cost(args.lengths, repeats=args.repeats)
+    if args.sdpa:
+        points = measure_sdpa_variants(args.lengths)
+        header = f"{'variant':<26}{'L':>6}{'peak (MiB)':>12}  kernel"
+        lines = [f"{point.variant:<26}{point.length:>6}{_mib(point.peak_bytes):>12}  "
+                 f"{point.kernel}" for point in points]
+    else:
+        points = measure_attention_cost(args.lengths, repeats=args.repeats)
+        header = f"{'implementation':<28}{'L':>6}{'time (ms)':>12}{'peak (MiB)':>12}"
+        lines = [f"{point.implementation:<28}{point.length:>6}{point.seconds * 1e3:>12.2f}"
+                 f"{_mib(point.peak_bytes):>12}" for point in points]
     if args.json:
         print(json.dumps([list(point) for point in points]))
         return 0
-    print(f"B=1, H=4, Dh=64, float32, {torch.get_num_threads()} threads")
-    print(f"{'implementation':<28}{'L':>6}{'time (ms)':>12}{'peak (MiB)':>12}")
-    for point in points:
-        peak = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.2f}"
-        print(f"{point.implementation:<28}{point.length:>6}{point.seconds * 1e3:>12.2f}{peak:>12}")
+    print(f"B=1, H=4, Dh=64, float32, forward only, {torch.get_num_threads()} threads")
+    print("\n".join([header, *lines]))
     return 0
 
+
+def _mib(peak_bytes: int | None) -> str:
+    return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.2f}"
 
 if __name__ == "__main__":
     raise SystemExit(_main())

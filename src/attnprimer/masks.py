@@ -28,6 +28,14 @@ __all__ = [
 def causal_mask(query_length: int, key_length: int | None = None) -> torch.Tensor:
     """Mask that lets query ``i`` attend to keys ``0..i`` only (no peeking ahead).
 
+    When L != S the triangle is aligned *top-left*: query ``i`` is taken to sit at key
+    position ``i``, as with ``is_causal=True`` in ``F.scaled_dot_product_attention``. That
+    is right when queries and keys start together. Decoding with a key-value cache is the
+    other case: the L new queries are the *last* L of the S positions, so query ``i`` sits
+    at position ``S - L + i`` and needs the triangle aligned bottom-right,
+    ``torch.tril(ones, diagonal=S - L)`` (PyTorch's
+    ``torch.nn.attention.bias.causal_lower_right``). The two agree when L = S.
+
     Args:
         query_length: L, the number of queries.
         key_length: S, the number of keys; defaults to ``query_length``.
@@ -40,6 +48,12 @@ def causal_mask(query_length: int, key_length: int | None = None) -> torch.Tenso
         tensor([[1, 0, 0],
                 [1, 1, 0],
                 [1, 1, 1]], dtype=torch.int32)
+        >>> causal_mask(2, 4).int()   # top-left: not the mask for 2 new tokens after 2 cached
+        tensor([[1, 0, 0, 0],
+                [1, 1, 0, 0]], dtype=torch.int32)
+        >>> torch.tril(torch.ones(2, 4, dtype=torch.bool), diagonal=4 - 2).int()  # bottom-right
+        tensor([[1, 1, 1, 0],
+                [1, 1, 1, 1]], dtype=torch.int32)
     """
     key_length = query_length if key_length is None else key_length
     _check_positive(query_length=query_length, key_length=key_length)

@@ -29,6 +29,7 @@ __all__ = [
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
     "ORIGINAL_COUNTING_RECIPE",
+    "PROJECTION_SWEEP_LRS",
     "REVERSAL_BIDIRECTIONAL",
     "REVERSAL_DECODERS",
     "REVERSAL_EXAMPLE",
@@ -134,6 +135,10 @@ does."""
 VANILLA_BOTTLENECK_STEPS = 3600
 """Three times the reversal models' default budget."""
 
+PROJECTION_SWEEP_LRS: tuple[float, ...] = (1e-2, 3e-3)
+"""The peak learning rates the self-attention chapter also tries for the difference variant with
+learned W_q, W_k, W_v (its default, 3e-2, was tuned for the models without them)."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     *(SiteModel.default(DifferenceTask(**settings), seed)
@@ -153,6 +158,11 @@ SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel(CountingTask(), TrainConfig(**{**CountingTask.train_defaults, **settings},
                                             seed=seed))
       for settings in COUNTING_RECIPES.values() if settings for seed in SEEDS),
+    # self-attention: the W_q, W_k, W_v difference variant at lower peak learning rates, so that
+    # "more parameters did not help" is not an artefact of a learning rate tuned without them
+    *(SiteModel(DifferenceTask(self_att=True, projections=True),
+                TrainConfig(**{**DifferenceTask.train_defaults, "lr": lr, "seed": seed}))
+      for lr in PROJECTION_SWEEP_LRS for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

@@ -32,6 +32,7 @@ __all__ = [
     "plot_accuracy_curves",
     "plot_attention",
     "plot_attention_grid",
+    "plot_difference_profile",
     "plot_length_generalisation",
     "plot_task_attention",
     "plot_training",
@@ -312,3 +313,41 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
             file, format=path.suffix.lstrip(".") or None, metadata=metadata, facecolor="white"),
             mode=0o644)
     return path
+
+
+def plot_difference_profile(
+    profiles: list[tuple[list[int], torch.Tensor]], step_labels: list[str]
+) -> Figure:
+    """Where the difference step's self-attention goes, against count(A) - count(B).
+
+    Args:
+        profiles: one ``(differences, rows)`` per seed, as returned by
+            [`difference_step_profile`][attnprimer.analysis.difference_step_profile]
+            (the self-attention chapter).
+        step_labels: names of the output steps, e.g. ``["A", "B", "C", "|A-B|"]``.
+
+    Examples:
+        >>> rows = torch.tensor([[0.1, 0.6, 0.0, 0.3], [0.6, 0.1, 0.0, 0.3]])
+        >>> figure = plot_difference_profile([([-1, 1], rows)], ["A", "B", "C", "|A-B|"])
+        >>> figure.axes[0].get_xlabel()
+        'count(A) - count(B)'
+    """
+    figure = Figure(figsize=(7, 3.8), layout="constrained")
+    axes = figure.add_subplot()
+    colours = [ORANGE, BLUE, GREY, GREEN]
+    styles = ["-", "--", ":"]
+    for seed, (differences, rows) in enumerate(profiles):
+        for step, (label, colour) in enumerate(zip(step_labels, colours, strict=True)):
+            name = "itself" if step == len(step_labels) - 1 else f"step {label}"
+            axes.plot(differences, rows[:, step].numpy(), color=colour, marker=".",
+                      ls=styles[seed % len(styles)], label=name if seed == 0 else None)
+    axes.axvline(0, color=GREY, lw=0.6)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("count(A) - count(B)")
+    axes.set_ylabel("weight the difference step puts on...")
+    axes.legend(fontsize=8, loc="upper center", ncols=len(step_labels))
+    if len(profiles) > 1:
+        seeds = ", ".join(str(seed) for seed in range(len(profiles)))
+        axes.set_title(f"mean over held-out sequences; solid, dashed, dotted: seeds {seeds}",
+                       fontsize=9)
+    return figure

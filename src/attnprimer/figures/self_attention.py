@@ -14,76 +14,34 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import (block_and_swap, difference_step_profile, encoder_weight_by_token,
-                                 mean_self_attention, cached_probes)
-from attnprimer.cost import CostPoint, measure_in_fresh_process
+from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_profile,
+                                 encoder_weight_by_token, mean_self_attention)
+from attnprimer.cost import CostPoint, measure_in_fresh_process, measure_sdpa_in_fresh_process
+from attnprimer.experiments.self_attention import (READOUT_CONDITIONS, cached_readout,
+                                                   difference_models, projection_sweep,
+                                                   projection_sweep_models, self_attention_models)
+from attnprimer.experiments.self_attention import multihead_shapes as shapes_of_multihead
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
-                                         plot_attention_grid, plot_task_attention)
+from attnprimer.figures.plotting import (plot_accuracy_curves, plot_attention_grid,
+                                         plot_difference_profile, plot_task_attention)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import cell, cli_sample, markdown_table, percent
-from attnprimer.multihead import MultiHeadAttention, split_heads
 from attnprimer.report import attention_report
-from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model,
-                                    site_seeds)
+from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
 from attnprimer.tasks import BLANK
-from attnprimer.train import TrainedModel, evaluate, predict_one
+from attnprimer.train import evaluate, predict_one
 
-__all__ = ["plot_difference_profile"]
-
-
-def plot_difference_profile(
-    profiles: list[tuple[list[int], torch.Tensor]], step_labels: list[str]
-) -> Figure:
-    """Where the difference step's self-attention goes, against count(A) - count(B).
-
-    Args:
-        profiles: one ``(differences, rows)`` per seed, as returned by
-            [`difference_step_profile`][attnprimer.analysis.difference_step_profile].
-        step_labels: names of the output steps, e.g. ``["A", "B", "C", "|A-B|"]``.
-
-    Examples:
-        >>> rows = torch.tensor([[0.1, 0.6, 0.0, 0.3], [0.6, 0.1, 0.0, 0.3]])
-        >>> figure = plot_difference_profile([([-1, 1], rows)], ["A", "B", "C", "|A-B|"])
-        >>> figure.axes[0].get_xlabel()
-        'count(A) - count(B)'
-    """
-    figure = Figure(figsize=(7, 3.8), layout="constrained")
-    axes = figure.add_subplot()
-    colours = [ORANGE, BLUE, GREY, GREEN]
-    styles = ["-", "--", ":"]
-    for seed, (differences, rows) in enumerate(profiles):
-        for step, (label, colour) in enumerate(zip(step_labels, colours, strict=True)):
-            name = "itself" if step == len(step_labels) - 1 else f"step {label}"
-            axes.plot(differences, rows[:, step].numpy(), color=colour, marker=".",
-                      ls=styles[seed % len(styles)], label=name if seed == 0 else None)
-    axes.axvline(0, color=GREY, lw=0.6)
-    axes.set_ylim(0, 1)
-    axes.set_xlabel("count(A) - count(B)")
-    axes.set_ylabel("weight the difference step puts on...")
-    axes.legend(fontsize=8, loc="upper center", ncols=len(step_labels))
-    if len(profiles) > 1:
-        seeds = ", ".join(str(seed) for seed in range(len(profiles)))
-        axes.set_title(f"mean over held-out sequences; solid, dashed, dotted: seeds {seeds}",
-                       fontsize=9)
-    return figure
+__all__: list[str] = []
 
 
 # --- the difference models --------------------------------------------------------------------
 
-SHORT_NAMES = {"self-attention": "no projections", "self-attention with W_q, W_k, W_v": "W_q, W_k, W_v"}
-"""The variants with self-attention, by the short names of the grids and tables."""
 
-
-def _difference_models(variant: str) -> list[TrainedModel]:
-    return [model.trained() for model in site_seeds("difference", **DIFFERENCE_VARIANTS[variant])]
-
-
-def _self_attention_models() -> list[tuple[str, int, TrainedModel]]:
-    """(short variant name, seed, model) for every difference model with self-attention."""
-    return [(short, seed, trained) for variant, short in SHORT_NAMES.items()
-            for seed, trained in zip(SEEDS, _difference_models(variant), strict=True)]
+def _mean_range(values: list[float], digits: int = 1) -> str:
+    """'mean (min–max)' in percent, over seeds."""
+    low, high = 100 * min(values), 100 * max(values)
+    return f"{percent(float(np.mean(values)))} ({low:.{digits}f}–{high:.{digits}f})"
 
 
 @recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
@@ -92,7 +50,7 @@ def difference_accuracy() -> str:
     labels = first.task.output_labels()
     rows, summary = [], []
     for variant in DIFFERENCE_VARIANTS:
-        results = [evaluate(trained) for trained in _difference_models(variant)]
+        results = [evaluate(trained) for trained in difference_models(variant)]
         for seed, result in zip(SEEDS, results, strict=True):
             rows.append([variant, seed, f"**{percent(result.exact_match)}**",
                          *(percent(accuracy) for accuracy in result.per_step)])
@@ -111,7 +69,7 @@ def difference_accuracy() -> str:
 @recipe("difference_training", "held-out exact match while training, per variant, over seeds")
 def difference_training() -> Figure:
     return plot_accuracy_curves({variant: [trained.history for trained in
-                                           _difference_models(variant)]
+                                           difference_models(variant)]
                                  for variant in DIFFERENCE_VARIANTS})
 
 
@@ -132,6 +90,41 @@ def _difference_sample(variant: str) -> str:
     report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
     flags = "".join(f" --{name.replace('_', '-')}" for name in DIFFERENCE_VARIANTS[variant])
     return cli_sample(f'attnprimer test difference{flags} --input "{DIFFERENCE_EXAMPLE}"', report)
+
+
+@recipe("projection_sweep", "exact match of the W_q, W_k, W_v variant at three learning rates")
+def projection_sweep_table() -> str:
+    results = projection_sweep()
+    rows = [[variant, f"{lr:g}", *(percent(value) for value in values), _mean_range(values, 2)]
+            for variant, by_lr in results.items() for lr, values in by_lr.items()]
+    config = difference_models("self-attention")[0].config
+    return markdown_table(
+        ["self-attention", "peak lr", *(f"seed {seed}" for seed in SEEDS), "mean (range)"], rows,
+        align="ll" + "r" * (len(SEEDS) + 1),
+        caption=f"Exact match, on the held-out sequences of the table above. Everything but "
+                f"the peak learning rate as there ({config.steps:,} steps, batches of "
+                f"{config.batch_size}, Adam, {config.schedule} decay).")
+
+
+@recipe("projection_sweep_training", "held-out exact match while training, W_q, W_k, W_v per lr")
+def projection_sweep_training() -> Figure:
+    curves = {"no projections, lr 0.03": [trained.history for trained in
+                                          difference_models("self-attention")]}
+    curves |= {f"W_q, W_k, W_v, lr {lr:g}": [trained.history for trained in models]
+               for lr, models in projection_sweep_models().items()}
+    return plot_accuracy_curves(curves)
+
+
+@recipe("difference_readout", "where the difference step without self-attention gets |A-B|")
+def difference_readout() -> str:
+    results = [cached_readout(trained) for trained in difference_models("no self-attention")]
+    rows = [[text, *(percent(result[key]) for result in results)]
+            for key, text in READOUT_CONDITIONS.items()]
+    return markdown_table(
+        [cell("|A − B| read by..."), *(f"seed {seed}" for seed in SEEDS)], rows, align="l" + "r" * 3,
+        caption="The difference model without self-attention, its difference step. Probes are "
+                "multinomial logistic regressions fitted on 10,000 held-out sequences; every "
+                "row is scored on 10,000 others.")
 
 
 @recipe("difference_heatmap_plain",
@@ -165,7 +158,7 @@ def difference_encoder_weights() -> str:
     rows = []
     for variant in DIFFERENCE_VARIANTS:
         weights = torch.stack([encoder_weight_by_token(trained)
-                               for trained in _difference_models(variant)])  # (seeds, V + 1)
+                               for trained in difference_models(variant)])  # (seeds, V + 1)
         low, mean, high = weights.amin(0), weights.mean(0), weights.amax(0)
         rows.append([variant, *(f"{m:.3f} ({lo:.3f}–{hi:.3f})"
                                 for lo, m, hi in zip(low, mean, high, strict=True))])
@@ -179,15 +172,18 @@ def difference_encoder_weights() -> str:
 
 @recipe("difference_self_means", "mean self-attention of every self-attention model")
 def difference_self_means() -> Figure:
-    models = _self_attention_models()
+    models = self_attention_models()
     matrices = {f"{short}, seed {seed}": mean_self_attention(trained)
                 for short, seed, trained in models}
+    for lr, swept in list(projection_sweep_models().items())[1:]:  # the lower learning rates
+        matrices |= {f"W_q, W_k, W_v, lr {lr:g}, seed {seed}": mean_self_attention(trained)
+                     for seed, trained in zip(SEEDS, swept, strict=True)}
     return plot_attention_grid(matrices, models[0][2].task.output_labels(), columns=len(SEEDS))
 
 
 @recipe("difference_profile", "the difference step's self-attention against count(A) - count(B)")
 def difference_profile() -> Figure:
-    models = _difference_models("self-attention")
+    models = difference_models("self-attention")
     profiles = [difference_step_profile(trained) for trained in models]
     return plot_difference_profile(profiles, models[0].task.output_labels())
 
@@ -195,7 +191,7 @@ def difference_profile() -> Figure:
 @recipe("difference_interventions", "the difference step's accuracy under ablations and swaps")
 def difference_interventions() -> str:
     columns = {f"{short}<br>seed {seed}": block_and_swap(trained)
-               for short, seed, trained in _self_attention_models()}
+               for short, seed, trained in self_attention_models()}
     conditions = list(next(iter(columns.values())))
     return markdown_table(
         ["the difference step...", *columns],
@@ -208,7 +204,7 @@ def difference_interventions() -> str:
 @recipe("difference_probes", "linear probes on the difference step's state, per variant")
 def difference_probes() -> str:
     results = {variant: [cached_probes(trained, samples=5000)
-                         for trained in _difference_models(variant)]
+                         for trained in difference_models(variant)]
                for variant in DIFFERENCE_VARIANTS}
     keys = list(dict.fromkeys((probe.target, probe.state)
                               for runs in results.values() for run in runs for probe in run))
@@ -218,8 +214,7 @@ def difference_probes() -> str:
         for runs in results.values():
             values = [probe.accuracy for run in runs for probe in run
                       if (probe.target, probe.state) == (target, state)]
-            cells.append("—" if not values else f"{percent(float(np.mean(values)))} "
-                         f"({100 * min(values):.1f}–{100 * max(values):.1f})")
+            cells.append("—" if not values else _mean_range(values))
         rows.append([cell(target), f"{state} self-attention", *cells])
     return markdown_table(
         ["probe reads", "from the difference step's state", *results], rows, align="ll" + "r" * 3,
@@ -241,6 +236,16 @@ def causal() -> Figure:
     return plot_causal_demo()
 
 
+def _mib(peak_bytes: int | None) -> str:
+    return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.1f} MiB"
+
+
+def _grid(points):
+    """(names in order, lengths, {(name, length): point}) of measurements named by their first field."""
+    names = list(dict.fromkeys(point[0] for point in points))
+    return names, sorted({point.length for point in points}), {(p[0], p.length): p for p in points}
+
+
 @functools.cache
 def _cost_points() -> tuple[CostPoint, ...]:
     """One measurement per process, shared by the cost figure and table so they agree."""
@@ -256,17 +261,13 @@ def cost() -> Figure:
 @recipe("cost_table", "the measured cost numbers, with the growth per doubling of L",
         alone=True)
 def cost_table() -> str:
-    points = _cost_points()
-    names = list(dict.fromkeys(point.implementation for point in points))
-    lengths = sorted({point.length for point in points})
-    by = {(point.implementation, point.length): point for point in points}
+    names, lengths, by = _grid(_cost_points())
     rows = []
     for length in lengths:
         cells = []
         for name in names:
             point = by[name, length]
-            memory = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.1f} MiB"
-            cells += [f"{point.seconds * 1e3:.2f} ms", memory]
+            cells += [f"{point.seconds * 1e3:.2f} ms", _mib(point.peak_bytes)]
         rows.append([f"{length:,}", *cells])
     growth = []
     for name in names:
@@ -278,33 +279,37 @@ def cost_table() -> str:
         ["L", *(f"{name}: {what}" for name in names for what in ("time", "memory"))], rows,
         align="r" * (1 + 2 * len(names)),
         caption=f"From L = {lengths[-2]:,} to {lengths[-1]:,}: " + "; ".join(growth) + ". "
-                f"One sequence, H = 4 heads of Dh = 64, float32, {torch.get_num_threads()} "
-                "threads, fastest of 3 calls (median of 3 for memory), measured when this page "
-                "was built.")
+                f"One sequence, H = 4 heads of Dh = 64, float32, forward only, CPU, "
+                f"{torch.get_num_threads()} threads, fastest of 3 calls (median of 3 for "
+                "memory), measured when this page was built.")
+
+
+KERNEL_PREFIX = "aten::_scaled_dot_product_"
+
+
+@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
+        alone=True)
+def sdpa_table() -> str:
+    variants, lengths, by = _grid(measure_sdpa_in_fresh_process())
+    rows = [[f"`{variant}`" if "=" in variant else variant,
+             f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
+             *(_mib(by[variant, length].peak_bytes) for length in lengths)]
+            for variant in variants]
+    return markdown_table(
+        ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
+        rows, align="ll" + "r" * len(lengths),
+        caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
+                f"heads of Dh = 64, float32, on this machine's CPU with "
+                f"{torch.get_num_threads()} threads, in a fresh process; the kernel as "
+                f"torch.profiler names it, without its prefix `{KERNEL_PREFIX}` (torch "
+                f"{torch.__version__}). The dense mask is built inside the call.")
 
 
 @recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
 def multihead_shapes() -> str:
     batch, length, memory_length, dim, heads = 2, 5, 7, 8, 2
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        attention = MultiHeadAttention(dim, heads)
-    x = torch.randn(batch, length, dim)
-    memory = torch.randn(batch, memory_length, dim)
-    q = split_heads(attention.query_proj(x), heads)
-    k = split_heads(attention.key_proj(memory), heads)
-    output, weights = attention(x, memory)
-    v = split_heads(attention.value_proj(memory), heads)
-    rows = [
-        ("queries come from x", "x", x),
-        ("keys and values from memory", "memory", memory),
-        ("project, then split_heads", "q = split_heads(W_q x)", q),
-        ("", "k = split_heads(W_k memory)", k),
-        ("one score per (head, query, key)", "weights", weights),
-        ("weighted values, per head", "weights @ v", weights @ v),
-        ("merge_heads, then W_o", "output", output),
-    ]
+    rows = shapes_of_multihead(batch, length, memory_length, dim, heads)
     lines = [f"B={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
              f"Dh=D/H={dim // heads}"]
-    lines += [f"{name:<28}{str(tuple(tensor.shape)):<16}{note}" for note, name, tensor in rows]
+    lines += [f"{name:<28}{shape!s:<16}{note}" for note, name, shape in rows]
     return "```text\n" + "\n".join(lines) + "\n```\n"
