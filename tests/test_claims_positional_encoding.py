@@ -241,7 +241,7 @@ def test_a_start_token_and_mixed_lengths_count_from_2_to_20(counting_lengths):
     # and further beyond training than the start token trained at one length
     for mixed, one in zip(counting_lengths["mixed lengths, start token"],
                           counting_lengths["one length, start token"], strict=True):
-        assert mixed[30] > one[30]
+        assert mixed[25] > one[25] and mixed[30] > one[30]
 
 
 def test_a_balanced_loss_breaks_the_ceiling_but_costs_the_common_counts(by_count, exact):
@@ -250,3 +250,6 @@ def test_a_balanced_loss_breaks_the_ceiling_but_costs_the_common_counts(by_count
         assert result["accuracy"][9] >= 0.3
     assert max(result["accuracy"][10] for result in by_count["learned, balanced loss"]) >= 0.5
     assert max(exact["learned, balanced loss"]) < 0.7  # far below the plain models' 99 %
+    task = SignalTask()
+    bound = float(multiset_bound(task.max_len, task.vocab_size))
+    assert sum(exact["learned, balanced loss"]) / len(SEEDS) < bound

@@ -167,8 +167,7 @@ def plot_score_biases(heads: int = 8, length: int = 12) -> Figure:
         axes.set_title(title, fontsize=9)
         axes.set_xlabel("key position n")
         axes.set_ylabel("query position m")
-    figure.colorbar(image, ax=figure.axes, label="added to the score (blank: -inf)",
-                    fraction=0.03)
+    figure.colorbar(image, ax=figure.axes, label="added to the score", fraction=0.03)
     return figure
 
 
@@ -226,9 +225,9 @@ def signal_counts() -> str:
     counts, rows = range(6, 11), []
     for name in [*POSITIONAL_ENCODINGS[1:], *SIGNAL_VARIANTS]:
         results = [experiments.cached_accuracy_by_count(trained) for trained in _group(name)]
-        rows.append([name, *(" / ".join(f"{100 * result['accuracy'][count]:.0f}"
-                                        for result in results) for count in counts),
-                     " / ".join(f"{max(result['largest']):.0f}" for result in results)])
+        rows.append([name, *("/".join(f"{100 * result['accuracy'][count]:.0f}"
+                                      for result in results) for count in counts),
+                     "/".join(f"{max(result['largest']):.0f}" for result in results)])
     return markdown_table(
         ["signal model", *(f"count {count}" for count in counts), "largest answer"], rows,
         align="l" + "r" * (len(counts) + 1),
@@ -295,7 +294,7 @@ def signal_where() -> str:
     for name in SIGNAL_GROUPS:
         results = [signal_attention(trained) for trained in _group(name)]
         kinds = list(results[0])
-        rows.append([name, *(" / ".join(f"{result[kind]:.2f}" for result in results)
+        rows.append([name, *("/".join(f"{result[kind]:.2f}" for result in results)
                              for kind in kinds)])
     length = site_model("signal").task.length
     return markdown_table(
