@@ -66,12 +66,7 @@ def plot_sinusoidal(length: int = 64, dim: int = 64, starts: Iterable[int] = (0,
 
 
 def plot_rotary_scores(dim: int = 16, length: int = 12, seed: int = 0) -> Figure:
-    """The score of one query and one key placed at every pair of positions: rotary, added.
-
-    Examples:
-        >>> [axes.get_xlabel() for axes in plot_rotary_scores().axes[:2]]
-        ['key position n', 'key position n']
-    """
+    """The score of one query and one key placed at every pair of positions: rotary, added."""
     generator = torch.Generator().manual_seed(seed)
     query, key = torch.randn(2, dim, generator=generator)
     rotated_queries = apply_rotary(query.expand(length, dim))  # (L, D): the query at every m
@@ -93,13 +88,7 @@ def plot_rotary_scores(dim: int = 16, length: int = 12, seed: int = 0) -> Figure
 
 
 def plot_learned_norms(norms: dict[str, torch.Tensor], length: int) -> Figure:
-    """The L2 norm of a learned positional encoding at each position, one bar group per model.
-
-    Examples:
-        >>> figure = plot_learned_norms({"seed 0": torch.tensor([2.0, 0.5, 0.5])}, length=3)
-        >>> figure.axes[0].get_ylabel()
-        'L2 norm of the encoding'
-    """
+    """The L2 norm of a learned positional encoding at each position, one bar group per model."""
     figure = Figure(figsize=(8, 3.4), layout="constrained")
     axes = figure.add_subplot()
     positions = np.arange(length)
@@ -148,12 +137,7 @@ def plot_signal_attention(task: Task, tokens: torch.Tensor, prediction: torch.Te
 
 
 def plot_score_biases(heads: int = 8, length: int = 12) -> Figure:
-    """What ALiBi and a learned relative bias add to the scores: (L, S) tables of one head.
-
-    Examples:
-        >>> [axes.get_xlabel() for axes in plot_score_biases(heads=4, length=6).axes[:3]]
-        ['key position n', 'key position n', 'key position n']
-    """
+    """What ALiBi and a learned relative bias add to the scores: (L, S) tables of one head."""
     relative = RelativePositionBias(1, max_offset=3)
     with torch.no_grad():  # a table that prefers the key one step to the left, clipped at ±3
         relative.table[0] = torch.tensor([-3.0, -1.5, 2.0, 0.0, -0.5, -1.0, -2.0])
@@ -193,12 +177,19 @@ def equivariance() -> str:
                 "inputs of 10 tokens, written twice: 20 tokens.")
 
 
-recipe("sinusoidal", "the sinusoidal encoding and its dot product against the offset")(
-    plot_sinusoidal)
-recipe("rotary", "scores of one query-key pair at every pair of positions, rotary vs added")(
-    plot_rotary_scores)
-recipe("score_biases", "what ALiBi and a relative position bias add to the scores")(
-    plot_score_biases)
+@recipe("sinusoidal", "the sinusoidal encoding and its dot product against the offset")
+def sinusoidal() -> Figure:
+    return plot_sinusoidal()
+
+
+@recipe("rotary", "scores of one query-key pair at every pair of positions, rotary vs added")
+def rotary() -> Figure:
+    return plot_rotary_scores()
+
+
+@recipe("score_biases", "what ALiBi and a relative position bias add to the scores")
+def score_biases() -> Figure:
+    return plot_score_biases()
 
 
 @recipe("signal_accuracy", "held-out accuracy of the signal models, with the multiset bound")
