@@ -9,21 +9,24 @@ import pytest
 import torch
 
 from attnprimer.analysis import accuracy_by_length, signal_attention
-from attnprimer.site_models import SEEDS, site_model
+from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.tasks import SignalTask
+from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_VARIANTS, site_model,
+                                    site_seeds)
+from attnprimer.tasks import CountingTask, SignalTask
 from attnprimer.tasks.signal import multiset_bound
 from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict
 
 TARGET = 0.99
 ENCODED = [encoding for encoding in POSITIONAL_ENCODINGS if encoding != "none"]
+GROUPS = {**{encoding: {"pos_enc": encoding} for encoding in POSITIONAL_ENCODINGS},
+          **SIGNAL_VARIANTS}
 
 
 @pytest.fixture(scope="module")
 def models(site_models):
-    return {encoding: [site_models(site_model("signal", pos_enc=encoding, seed=seed))
-                       for seed in SEEDS]
-            for encoding in POSITIONAL_ENCODINGS}
+    return {name: [site_models(model) for model in site_seeds("signal", **settings)]
+            for name, settings in GROUPS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -34,15 +37,20 @@ def exact(models):
 
 def test_the_models_are_the_default_recipe_with_three_seeds(models):
     assert len(SEEDS) >= 3
-    for encoding, trained_models in models.items():
+    for name, trained_models in models.items():
         for seed, trained in zip(SEEDS, trained_models, strict=True):
-            assert trained.task == SignalTask(pos_enc=encoding)
+            assert trained.task == SignalTask(**GROUPS[name])
             assert trained.config == TrainConfig(**{**SignalTask.train_defaults, "seed": seed})
 
 
-@pytest.mark.parametrize("encoding", ENCODED)
-def test_every_seed_with_an_encoding_reaches_the_target(exact, encoding):
-    assert min(exact[encoding]) >= TARGET, exact[encoding]
+@pytest.mark.parametrize("name", [*ENCODED, "learned, with W_q, W_k"])
+def test_every_seed_with_an_encoding_reaches_the_target(exact, name):
+    assert min(exact[name]) >= TARGET, exact[name]
+
+
+def test_sinusoidal_with_projections_reaches_the_target_in_one_seed_only(exact):
+    scores = sorted(exact["sinusoidal, with W_q, W_k"])
+    assert scores[-1] >= TARGET and scores[-2] < TARGET, scores
 
 
 def test_without_an_encoding_the_model_stays_just_under_the_multiset_bound(exact, models):
@@ -76,6 +84,15 @@ def test_absolute_encodings_output_weights_the_signal_position(where, models, en
     for result in where[encoding]:
         assert result["the signal"] > 3 * even
         assert result["the signal"] > 3 * result["another letter"]
+
+
+@pytest.mark.parametrize("encoding", ["learned", "sinusoidal"])
+def test_projections_change_how_the_absolute_encodings_read_out(where, encoding):
+    with_projections = where[f"{encoding}, with W_q, W_k"]
+    strongest = max(result["the signal"] for result in with_projections)
+    assert strongest < min(result["the signal"] for result in where[encoding])
+    assert any(result["a later copy of the signal letter"] > result["the signal"]
+               for result in with_projections)
 
 
 def test_rotary_models_weight_later_copies_of_the_signal_letter(where):
@@ -113,3 +130,126 @@ def test_every_model_is_good_at_its_training_length_only(site_models, group):
         at_ten, at_twenty = accuracy_by_length(trained, [10, 20])
         assert at_ten >= 0.99
         assert at_twenty < 0.5
+
+
+# --- the large counts ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def by_count(models):
+    return {name: [experiments.cached_accuracy_by_count(trained) for trained in trained_models]
+            for name, trained_models in models.items() if name != "none"}
+
+
+@pytest.mark.parametrize("encoding", ["learned", "sinusoidal"])
+def test_absolute_encodings_never_answer_nine_or_ten(by_count, encoding):
+    for result in by_count[encoding]:
+        assert max(result["largest"]) <= 8
+        assert result["accuracy"][9] == result["accuracy"][10] == 0
+        assert min(result["accuracy"][:8]) >= 0.95  # every count up to 7: nearly always right
+
+
+def test_rotary_models_never_get_eight_or_more_right(by_count):
+    for result in by_count["rotary"]:
+        assert max(result["largest"]) <= 8
+        assert max(result["accuracy"][8:]) == 0
+        assert min(result["accuracy"][:8]) >= 0.95
+
+
+# --- where the output step looks, by the signal's letter -----------------------------------------
+
+
+def test_each_learned_seed_reads_the_signal_of_two_letters_and_not_the_third(models):
+    even = 1 / models["learned"][0].task.length
+    neglected = set()
+    for trained in models["learned"]:
+        weights = experiments.signal_weight_by_letter(trained)
+        ordered = sorted(weights.values())
+        assert ordered[0] < 1.5 * even, weights  # one letter: about an even share or less
+        assert ordered[1] > 4 * even, weights  # the other two: several times more
+        neglected.add(min(weights, key=weights.get))
+    assert len(neglected) > 1  # not the same letter in every seed
+
+
+def test_the_neglected_letter_is_still_counted_right(models):
+    for trained in models["learned"]:
+        weights = experiments.signal_weight_by_letter(trained)
+        letter = trained.task.alphabet.index(min(weights, key=weights.get))
+        batch = trained.task.sample(10_000, held_out_generator())
+        _, predictions = predict(trained.model, batch.inputs)
+        mine = batch.inputs[:, 0] == letter
+        assert (predictions[mine, 0] == batch.targets[mine, 0]).float().mean() >= 0.99
+
+
+def test_the_sinusoidal_seeds_do_not_share_that_pattern(models):
+    even = 1 / models["sinusoidal"][0].task.length
+    lowest = [min(experiments.signal_weight_by_letter(trained).values())
+              for trained in models["sinusoidal"]]
+    assert max(lowest) > 3 * even and min(lowest) < 1.5 * even, lowest
+
+
+def test_the_pages_example_has_the_letter_seed_0_neglects(models):
+    trained = models["learned"][0]
+    weights = experiments.signal_weight_by_letter(trained)
+    assert min(weights, key=weights.get) == "B"  # the example's signal (BCACABBAACB)
+
+
+# --- length ------------------------------------------------------------------------------------
+
+
+def test_the_position_free_counting_model_answers_an_input_and_it_twice_alike(site_models):
+    for model in site_seeds("counting"):
+        assert experiments.doubling_gap(site_models(model)) < 1e-3
+
+
+@pytest.fixture(scope="module")
+def counting_lengths(site_models):
+    for settings in COUNTING_LENGTH_VARIANTS.values():
+        for model in site_seeds("counting", **settings):
+            site_models(model)  # trained (in parallel) before the experiment reads them
+    lengths = experiments.COUNTING_LENGTHS
+    return {name: [dict(zip(lengths, scores, strict=True)) for scores in runs]
+            for name, runs in experiments.counting_lengths().items()}
+
+
+def test_the_counting_variants_are_the_site_recipe_in_three_seeds():
+    for settings in COUNTING_LENGTH_VARIANTS.values():
+        models = site_seeds("counting", **settings)
+        assert [model.config.seed for model in models] == list(SEEDS)
+        assert all(model.task == CountingTask(**settings) for model in models)
+
+
+def test_mixed_lengths_without_a_start_token_fail_even_where_they_trained(counting_lengths):
+    best_at_one_length = min(run[10] for run in counting_lengths["one length"])
+    for run in counting_lengths["mixed lengths"]:
+        assert max(run.values()) < 0.8, run  # at best a compromise in the middle
+        assert max(run.values()) < best_at_one_length, run
+        assert run[5] < 0.3 and run[20] < 0.3, run  # both ends of its training range
+        assert max(score for length, score in run.items() if length > 20) < 0.05, run
+
+
+def test_a_start_token_at_one_length_counts_every_shorter_length(counting_lengths):
+    for run in counting_lengths["one length, start token"]:
+        assert min(score for length, score in run.items() if length <= 10) >= 0.99, run
+        assert run[40] < 0.5, run
+
+
+def test_a_start_token_and_mixed_lengths_count_from_2_to_20(counting_lengths):
+    for run in counting_lengths["mixed lengths, start token"]:
+        assert min(score for length, score in run.items() if length <= 20) >= 0.98, run
+        assert run[40] < 0.5, run
+    # and further beyond training than the start token trained at one length
+    for mixed, one in zip(counting_lengths["mixed lengths, start token"],
+                          counting_lengths["one length, start token"], strict=True):
+        assert mixed[25] > one[25] and mixed[30] > one[30]
+
+
+def test_a_balanced_loss_breaks_the_ceiling_but_costs_the_common_counts(by_count, exact):
+    for result in by_count["learned, balanced loss"]:
+        assert max(result["largest"]) >= 9
+        assert result["accuracy"][9] >= 0.3
+    assert max(result["accuracy"][10] for result in by_count["learned, balanced loss"]) >= 0.5
+    assert max(exact["learned, balanced loss"]) < 0.7  # far below the plain models' 99 %
+    task = SignalTask()
+    bound = float(multiset_bound(task.max_len, task.vocab_size))
+    assert sum(exact["learned, balanced loss"]) / len(SEEDS) < bound

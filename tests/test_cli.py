@@ -331,7 +331,8 @@ def test_missing_model_command_carries_every_non_default_setting(run):
     assert code == 0, err
     settings = json.loads(out)["settings"]
     assert settings == {"steps": 15, "hidden": 6, "seed": 3, "lr": 0.05, "batch_size": 20,
-                        "max_len": 7, "vocab_size": 2, "schedule": "constant"}
+                        "max_len": 7, "vocab_size": 2, "schedule": "constant",
+                        "start_token": False, "mixed_lengths": False}
 
 
 def test_missing_model_with_default_settings_suggests_the_plain_command(run):

@@ -618,3 +618,13 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
     assert order == [("measured", os.getpid()), ("first", os.getpid()), ("last", os.getpid())]
     assert [key for key, recipe in FIGURES.items() if recipe.alone] == [
         "self-attention/cost", "self-attention/cost_table", "self-attention/sdpa_table"]
+
+
+def test_positional_encoding_plots_label_their_axes():
+    from attnprimer.figures.positional_encoding import (plot_learned_norms, plot_rotary_scores,
+                                                        plot_score_biases)
+
+    assert [axes.get_xlabel() for axes in plot_rotary_scores().axes[:2]] == ["key position n"] * 2
+    assert [axes.get_xlabel() for axes in plot_score_biases(4, 6).axes[:3]] == ["key position n"] * 3
+    norms = plot_learned_norms({"seed 0": torch.tensor([2.0, 0.5, 0.5])}, length=3)
+    assert norms.axes[0].get_ylabel() == "L2 norm of the encoding"

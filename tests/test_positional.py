@@ -13,8 +13,12 @@ from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.positional import (
     LearnedEncoding,
+    RelativePositionBias,
     SinusoidalEncoding,
+    alibi_bias,
+    alibi_slopes,
     apply_rotary,
+    relative_offsets,
     rotary_angles,
     sinusoidal_encoding,
 )
@@ -134,3 +138,81 @@ def test_rotary_breaks_it_too(generator):
     shuffled = scaled_dot_product_attention(apply_rotary(q[:, order]), apply_rotary(k[:, order]),
                                             v[:, order])[0]
     assert (shuffled - plain[:, order]).abs().max() > 1e-3
+
+
+# --- score biases ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4, 8, 16])
+def test_alibi_slopes_are_the_geometric_sequence_of_press_et_al(heads):
+    ratio = 2 ** (-8 / heads)
+    expected = torch.tensor([ratio ** head for head in range(1, heads + 1)])
+    torch.testing.assert_close(alibi_slopes(heads), expected)
+
+
+def test_alibi_slopes_for_other_head_counts_interleave_the_next_power_of_two():
+    # six heads: the four slopes of four heads, then slopes 1 and 3 of eight heads
+    eight = alibi_slopes(8)
+    torch.testing.assert_close(alibi_slopes(6), torch.cat([alibi_slopes(4), eight[[0, 2]]]))
+    with pytest.raises(ValueError, match="num_heads"):
+        alibi_slopes(0)
+
+
+def test_alibi_bias_values_on_a_small_case():
+    bias = alibi_bias(2, 3)  # (H, L, S); slopes 1/16 and 1/256
+    assert bias.shape == (2, 3, 3)
+    distance = torch.tensor([[0.0, 1, 2], [1, 0, 1], [2, 1, 0]])
+    torch.testing.assert_close(bias[0], -distance / 16)
+    torch.testing.assert_close(bias[1], -distance / 256)
+    causal = alibi_bias(2, 3, causal=True)
+    assert torch.isinf(causal[:, 0, 1:]).all() and torch.isinf(causal[:, 1, 2]).all()
+    torch.testing.assert_close(causal.tril(), bias.tril())
+
+
+def test_bias_shapes_for_other_key_lengths():
+    assert relative_offsets(2, 5).shape == (2, 5)
+    assert alibi_bias(4, 2, 5).shape == (4, 2, 5)
+    assert RelativePositionBias(3, max_offset=2)(2, 5).shape == (3, 2, 5)
+
+
+def test_relative_bias_reads_one_entry_per_clipped_offset():
+    bias = RelativePositionBias(1, max_offset=2)
+    with torch.no_grad():
+        bias.table[0] = torch.tensor([-2.0, -1, 0, 1, 2])  # offsets -2..2
+    table = bias(5)[0]  # (L, S)
+    expected = relative_offsets(5).clamp(-2, 2).float()
+    torch.testing.assert_close(table, expected)
+    assert torch.isinf(bias(5, causal=True)[0].triu(1)[0, 1:]).all()
+
+
+def test_relative_bias_starts_at_zero_and_learns():
+    bias = RelativePositionBias(2, max_offset=3)
+    assert torch.equal(bias(4), torch.zeros(2, 4, 4))
+    bias(4)[:, 0, 1].sum().backward()
+    assert bias.table.grad[:, 3 + 1].eq(1).all()  # offset +1 received the gradient
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kind", ["alibi", "relative"])
+def test_scores_plus_bias_agree_with_torch_attention_with_a_float_mask(kind, causal):
+    generator = torch.Generator().manual_seed(0)
+    heads, length, dim = 4, 6, 8
+    q, k, v = torch.randn(3, 2, heads, length, dim, generator=generator)  # (B, H, L, Dh) each
+    if kind == "alibi":
+        bias = alibi_bias(heads, length, causal=causal)
+    else:
+        module = RelativePositionBias(heads, max_offset=2)
+        with torch.no_grad():
+            module.table.normal_(generator=generator)
+        bias = module(length, causal=causal).detach()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(dim) + bias  # (B, H, L, S)
+    ours = torch.softmax(scores, dim=-1) @ v
+    theirs = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
+
+
+def test_alibi_scores_depend_on_the_offset_only():
+    bias = alibi_bias(4, 9)
+    for offset in range(-8, 9):
+        diagonal = bias.diagonal(offset, dim1=-2, dim2=-1)  # (H, L - |offset|)
+        assert torch.equal(diagonal, diagonal[:, :1].expand_as(diagonal))

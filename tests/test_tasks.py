@@ -411,3 +411,61 @@ def test_reversal_settings_are_checked():
         ReversalTask(decoder="peeking")
     with pytest.raises(ValueError, match="score must be one of"):
         ReversalTask(score="cosine")
+
+
+# --- options of the positional-encoding page's experiments --------------------------------------
+
+
+def test_counting_mixed_lengths_draw_one_length_per_batch_in_range():
+    from attnprimer.tasks import CountingTask
+
+    task = CountingTask(max_len=20, mixed_lengths=True)
+    generator = torch.Generator().manual_seed(0)
+    lengths = {task.sample(3, generator).inputs.shape[1] for _ in range(300)}
+    assert lengths == set(range(5, 21))
+    assert task.num_classes == 21
+    fixed = task.at_length(30)
+    assert not fixed.mixed_lengths
+    assert fixed.sample(2, generator).inputs.shape == (2, 30)
+
+
+def test_counting_start_token_model_reads_one_more_key():
+    from attnprimer.models.counting import StartTokenCountingModel
+    from attnprimer.tasks import CountingTask
+
+    model = CountingTask(hidden=8, start_token=True).build_model()
+    assert isinstance(model, StartTokenCountingModel)
+    with torch.no_grad():
+        output = model(torch.tensor([[1, 2, 0, 3]]))
+    weights = output.attention["encoder-decoder"]  # (B, T, S): on the input tokens only
+    assert weights.shape == (1, 3, 4)
+    # zero queries at initialisation: even weights over the start token and the four inputs
+    torch.testing.assert_close(weights, torch.full((1, 3, 4), 0.2))
+
+
+def test_signal_balanced_loss_weighs_every_count_alike():
+    from attnprimer.tasks import SignalTask
+    from attnprimer.tasks.base import Batch
+
+    task = SignalTask(max_len=4, vocab_size=2, hidden=8, balanced_loss=True)
+    probabilities = task.count_probabilities()
+    torch.testing.assert_close(probabilities.sum(), torch.tensor(1.0))
+    plain = SignalTask(max_len=4, vocab_size=2, hidden=8)
+    torch.manual_seed(0)
+    model = plain.build_model()
+    inputs = torch.tensor([[1, 1, 1, 1, 1], [1, 2, 2, 2, 2]])  # counts 4 and 0
+    batch = Batch(inputs, task.targets_for(inputs))
+    per_example = torch.stack([plain.loss(model, Batch(inputs[i:i + 1], batch.targets[i:i + 1]))
+                               for i in range(2)])
+    weights = 1 / (task.num_classes * probabilities[batch.targets[:, 0]])
+    torch.testing.assert_close(task.loss(model, batch), (weights * per_example).mean())
+
+
+def test_signal_projections_give_every_encoding_w_q_and_w_k():
+    from attnprimer.tasks import SignalTask
+
+    for encoding in ("learned", "sinusoidal", "none"):
+        assert not hasattr(SignalTask(hidden=8, pos_enc=encoding).build_model().encoder, "query")
+        model = SignalTask(hidden=8, pos_enc=encoding, projections=True).build_model()
+        assert isinstance(model.encoder.query, torch.nn.Linear)
+    assert hasattr(SignalTask(hidden=8, pos_enc="rotary").build_model().encoder, "query")

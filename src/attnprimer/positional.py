@@ -13,13 +13,23 @@ matters needs position written into the vectors, and there are two ways:
   apart they are. Rotary encoding ([`apply_rotary`][attnprimer.positional.apply_rotary],
   Su et al., 2021) rotates each query and key by an angle proportional to its
   position, so that the dot product of a query at ``m`` and a key at ``n``
-  depends on ``n - m`` only.
+  depends on ``n - m`` only;
+* **score biases** add a number that depends on the offset straight to the
+  scores, one (L, S) table per head: ALiBi's fixed linear penalty
+  ([`alibi_bias`][attnprimer.positional.alibi_bias], Press et al., 2022) or a
+  learned scalar per clipped offset
+  ([`RelativePositionBias`][attnprimer.positional.RelativePositionBias], after
+  Shaw et al., 2018 and Raffel et al., 2020). A bias is a float ``attn_mask``
+  of ``F.scaled_dot_product_attention``; ``causal=True`` also puts ``-inf`` on
+  every key after its query.
 
-Shape legend: B batch, L length, D model (or head) dimension, even for the
-sinusoidal and rotary encodings.
+Shape legend: B batch, L length (queries), S key length, H heads, D model (or
+head) dimension, even for the sinusoidal and rotary encodings.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -27,8 +37,12 @@ from torch import nn
 __all__ = [
     "POSITIONAL_ENCODINGS",
     "LearnedEncoding",
+    "RelativePositionBias",
     "SinusoidalEncoding",
+    "alibi_bias",
+    "alibi_slopes",
     "apply_rotary",
+    "relative_offsets",
     "rotary_angles",
     "sinusoidal_encoding",
 ]
@@ -158,3 +172,100 @@ def apply_rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
     return rotated.flatten(-2)  # (..., L, D/2, 2) -> (..., L, D)
 # --8<-- [end:rotary]
+
+
+# --- score biases: ALiBi and learned relative biases --------------------------------------------
+
+
+def relative_offsets(length: int, key_length: int | None = None) -> torch.Tensor:
+    """(L, S) integer table of ``n - m``: key position minus query position.
+
+    Queries sit at positions ``0..L-1`` and keys at ``0..S-1`` (S = L unless given).
+
+    Examples:
+        >>> relative_offsets(3)
+        tensor([[ 0,  1,  2],
+                [-1,  0,  1],
+                [-2, -1,  0]])
+    """
+    key_length = length if key_length is None else key_length
+    return torch.arange(key_length)[None, :] - torch.arange(length)[:, None]  # (L, S)
+
+
+def _causal(bias: torch.Tensor, offsets: torch.Tensor, causal: bool) -> torch.Tensor:
+    """``-inf`` on every key after its query (offset > 0) when ``causal``."""
+    return bias.masked_fill(offsets > 0, -math.inf) if causal else bias
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's fixed slope of each head (Press et al., 2022): (H,).
+
+    For ``H`` a power of two the slopes are the geometric sequence that starts at
+    ``2^(-8/H)`` with that same ratio: 1/2, 1/4, ..., 1/256 for eight heads.
+    Otherwise the paper's recipe: the slopes of the largest power of two below
+    ``H``, then every other slope of twice that many heads for the rest.
+
+    Examples:
+        >>> alibi_slopes(4)
+        tensor([0.2500, 0.0625, 0.0156, 0.0039])
+        >>> alibi_slopes(8)[[0, -1]] * 256
+        tensor([128.,   1.])
+    """
+    if num_heads <= 0:
+        raise ValueError(f"num_heads must be positive, got {num_heads}")
+    power = 2 ** math.floor(math.log2(num_heads))
+    slopes = [2.0 ** (-8.0 * head / power) for head in range(1, power + 1)]
+    extra = [2.0 ** (-4.0 * head / power) for head in range(1, 2 * (num_heads - power), 2)]
+    return torch.tensor(slopes + extra)
+
+
+# --8<-- [start:alibi]
+def alibi_bias(num_heads: int, length: int, key_length: int | None = None, *,
+               causal: bool = False) -> torch.Tensor:
+    """ALiBi: a score bias ``-slope * |n - m|`` per head, (H, L, S); nothing is learned.
+
+    Each head penalises distance linearly, with its own slope from
+    [`alibi_slopes`][attnprimer.positional.alibi_slopes]. With ``causal=True``
+    (the paper's language models) the keys after the query get ``-inf``.
+
+    Examples:
+        >>> alibi_bias(2, 3, causal=True)[0]          # head 0 of two: slope 1/16
+        tensor([[ 0.0000,    -inf,    -inf],
+                [-0.0625,  0.0000,    -inf],
+                [-0.1250, -0.0625,  0.0000]])
+    """
+    offsets = relative_offsets(length, key_length)  # (L, S): n - m
+    slopes = alibi_slopes(num_heads)[:, None, None]  # (H, 1, 1)
+    bias = slopes * -offsets.abs()  # (H, L, S): farther keys score lower
+    return _causal(bias, offsets, causal)
+# --8<-- [end:alibi]
+
+
+# --8<-- [start:relative]
+class RelativePositionBias(nn.Module):
+    """A learned score bias per head and offset ``n - m``, clipped to ``±max_offset``: (H, L, S).
+
+    One scalar per head and offset (Shaw et al., 2018 clip offsets the same way;
+    T5, Raffel et al., 2020, learns a scalar per bucket of offsets). Offsets
+    beyond ``max_offset`` share the last entry, so any length works. Starts at
+    zero: no position information until training asks for it.
+
+    Examples:
+        >>> bias = RelativePositionBias(num_heads=2, max_offset=1)
+        >>> bias(3).shape, bias(3, causal=True)[0, 0, 1]
+        (torch.Size([2, 3, 3]), tensor(-inf, grad_fn=<SelectBackward0>))
+    """
+
+    def __init__(self, num_heads: int, max_offset: int) -> None:
+        super().__init__()
+        self.max_offset = max_offset
+        self.table = nn.Parameter(torch.zeros(num_heads, 2 * max_offset + 1))  # (H, offsets)
+
+    def forward(self, length: int, key_length: int | None = None, *,
+                causal: bool = False) -> torch.Tensor:
+        """The bias (H, L, S) for L queries and S keys (S = L unless given)."""
+        offsets = relative_offsets(length, key_length)  # (L, S): n - m
+        index = offsets.clamp(-self.max_offset, self.max_offset) + self.max_offset
+        bias = self.table[:, index]  # (H, L, S): the entry of each pair's offset
+        return _causal(bias, offsets, causal)
+# --8<-- [end:relative]

@@ -3,8 +3,8 @@
 Each entry is a [`SiteModel`][attnprimer.site_models.SiteModel], a task (with its model
 settings) and a training config. Code that needs one asks for it by its settings:
 
-    >>> site_model("signal", pos_enc="learned", seed=0).task
-    SignalTask(max_len=10, vocab_size=3, hidden=64, pos_enc='learned')
+    >>> site_model("signal", pos_enc="learned", seed=0).task.pos_enc
+    'learned'
 
 Settings left out take the task's defaults (and its ``train_defaults``), so a lookup names
 exactly one model, and a lookup of a model the site does not train is an error rather than a
@@ -25,6 +25,7 @@ from attnprimer.train import TrainConfig, TrainedModel
 
 __all__ = [
     "COUNTING_EXAMPLE",
+    "COUNTING_LENGTH_VARIANTS",
     "COUNTING_RECIPES",
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
@@ -35,6 +36,7 @@ __all__ = [
     "REVERSAL_EXAMPLE",
     "SEEDS",
     "SIGNAL_EXAMPLE",
+    "SIGNAL_VARIANTS",
     "SITE_MODELS",
     "VANILLA_BOTTLENECK",
     "VANILLA_BOTTLENECK_STEPS",
@@ -139,6 +141,25 @@ PROJECTION_SWEEP_LRS: tuple[float, ...] = (1e-2, 3e-3)
 """The peak learning rates the self-attention chapter also tries for the difference variant with
 learned W_q, W_k, W_v (its default, 3e-2, was tuned for the models without them)."""
 
+SIGNAL_VARIANTS: dict[str, dict[str, Any]] = {
+    "learned, with W_q, W_k": {"pos_enc": "learned", "projections": True},
+    "sinusoidal, with W_q, W_k": {"pos_enc": "sinusoidal", "projections": True},
+    "learned, balanced loss": {"pos_enc": "learned", "balanced_loss": True},
+}
+"""Signal models the positional-encoding page adds to its four encodings, by name: their task
+settings. Projections for the absolute encodings (rotary has them), and a loss that weighs every
+count alike (the rare large counts)."""
+
+COUNTING_LENGTH_VARIANTS: dict[str, dict[str, Any]] = {
+    "one length": {},
+    "one length, start token": {"start_token": True},
+    "mixed lengths": {"max_len": 20, "mixed_lengths": True},
+    "mixed lengths, start token": {"max_len": 20, "mixed_lengths": True, "start_token": True},
+}
+"""The counting models the positional-encoding page tests at other lengths, by name: trained at
+10 tokens, or on batches of every length from 5 to 20; with or without a start token. The first
+is the site's counting model."""
+
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
     *(SiteModel.default(DifferenceTask(**settings), seed)
@@ -163,6 +184,12 @@ SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel(DifferenceTask(self_att=True, projections=True),
                 TrainConfig(**{**DifferenceTask.train_defaults, "lr": lr, "seed": seed}))
       for lr in PROJECTION_SWEEP_LRS for seed in SEEDS),
+    # positional-encoding: W_q, W_k for every encoding, a class-balanced loss, and counting
+    # models trained on mixed lengths and/or with a start token (the length section).
+    *(SiteModel.default(SignalTask(**settings), seed)
+      for settings in SIGNAL_VARIANTS.values() for seed in SEEDS),
+    *(SiteModel.default(CountingTask(**settings), seed)
+      for settings in COUNTING_LENGTH_VARIANTS.values() if settings for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "plot_attention_grid",
     "plot_difference_profile",
     "plot_length_generalisation",
+    "plot_lengths",
     "plot_task_attention",
     "plot_training",
     "save_figure",
@@ -287,6 +289,40 @@ def plot_length_generalisation(
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("input length (letters to count over)")
     axes.set_ylabel("held-out exact match")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper right")
+    return figure
+
+
+def plot_lengths(curves: dict[str, list[list[float]]], lengths: Iterable[int],
+                 trained: tuple[int, int], note: str) -> Figure:
+    """Exact match against the input length: mean and range over seeds, per group of models.
+
+    Args:
+        curves: label -> one list of scores per seed, one score per length.
+        lengths: the lengths the scores were measured at.
+        trained: the (first, last) training length, shaded and labelled with ``note``.
+
+    Examples:
+        >>> figure = plot_lengths({"x": [[0.5, 1.0], [0.4, 1.0]]}, [5, 10], (10, 10), "here")
+        >>> figure.axes[0].get_xlabel()
+        'input length'
+    """
+    lengths = list(lengths)
+    figure = Figure(figsize=(8, 3.8), layout="constrained")
+    axes = figure.add_subplot()
+    first, last = trained
+    axes.axvspan(first - 0.4, last + 0.4, color=GREY, alpha=0.15, lw=0)
+    axes.text(first, 0.03, note, fontsize=8, color=GREY)
+    colours = (GREY, BLUE, ORANGE, GREEN, "#CC79A7")
+    for colour, (label, runs) in zip(colours, curves.items()):
+        scores = np.asarray(runs)  # (seeds, lengths)
+        axes.fill_between(lengths, scores.min(0), scores.max(0), color=colour, alpha=0.2, lw=0)
+        axes.plot(lengths, scores.mean(0), color=colour, marker="o", ms=3,
+                  label=f"{label} ({len(runs)} seeds)")
+    axes.set_xlabel("input length")
+    axes.set_ylabel("held-out exact match")
+    axes.set_ylim(0, 1.02)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8, loc="upper right")
     return figure

@@ -1,8 +1,7 @@
 """Figures and tables of the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
 
-Attention's permutation equivariance, measured; the sinusoidal and rotary encodings; and the
-trained signal models: accuracy against the multiset bound, their errors, training curves,
-the learned encoding's norms, where the output step looks, and accuracy at other lengths.
+The encodings and score biases, and the trained signal and counting models; the experiments
+are in [`attnprimer.experiments.positional_encoding`][attnprimer.experiments.positional_encoding].
 """
 
 from __future__ import annotations
@@ -13,22 +12,22 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import accuracy_by_length, errors_by_count, signal_attention
+from attnprimer.analysis import accuracy_by_length, signal_attention
+from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
-                                         plot_accuracy_curves, plot_length_generalisation,
-                                         weight_colorbar)
+                                         plot_accuracy_curves, plot_lengths, weight_colorbar)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import cli_sample, markdown_table, percent
-from attnprimer.multihead import MultiHeadAttention
-from attnprimer.positional import POSITIONAL_ENCODINGS, apply_rotary, sinusoidal_encoding
+from attnprimer.positional import (POSITIONAL_ENCODINGS, RelativePositionBias, alibi_bias,
+                                   alibi_slopes, apply_rotary, sinusoidal_encoding)
 from attnprimer.report import attention_report, encoding_norms_report
-from attnprimer.site_models import SEEDS, SIGNAL_EXAMPLE, site_model, site_seeds
+from attnprimer.site_models import SEEDS, SIGNAL_EXAMPLE, SIGNAL_VARIANTS, site_model, site_seeds
 from attnprimer.tasks import Task
 from attnprimer.tasks.signal import multiset_bound
 from attnprimer.train import TrainedModel, evaluate, predict_one
 
 __all__ = ["LENGTHS", "plot_learned_norms", "plot_rotary_scores",
-           "plot_signal_attention", "plot_sinusoidal"]
+           "plot_score_biases", "plot_signal_attention", "plot_sinusoidal"]
 
 LENGTHS = tuple(range(5, 21))
 """The input lengths the length-generalisation figure evaluates at."""
@@ -67,16 +66,7 @@ def plot_sinusoidal(length: int = 64, dim: int = 64, starts: Iterable[int] = (0,
 
 
 def plot_rotary_scores(dim: int = 16, length: int = 12, seed: int = 0) -> Figure:
-    """The score of one query and one key placed at every pair of positions, two encodings.
-
-    Left, rotary: the query and key are rotated by their positions, and the
-    score depends on ``n - m`` only (constant along each diagonal). Right, the
-    sinusoidal encoding added to both: the score also depends on where the pair sits.
-
-    Examples:
-        >>> [axes.get_xlabel() for axes in plot_rotary_scores().axes[:2]]
-        ['key position n', 'key position n']
-    """
+    """The score of one query and one key placed at every pair of positions: rotary, added."""
     generator = torch.Generator().manual_seed(seed)
     query, key = torch.randn(2, dim, generator=generator)
     rotated_queries = apply_rotary(query.expand(length, dim))  # (L, D): the query at every m
@@ -98,13 +88,7 @@ def plot_rotary_scores(dim: int = 16, length: int = 12, seed: int = 0) -> Figure
 
 
 def plot_learned_norms(norms: dict[str, torch.Tensor], length: int) -> Figure:
-    """The L2 norm of a learned positional encoding at each position, one bar group per model.
-
-    Examples:
-        >>> figure = plot_learned_norms({"seed 0": torch.tensor([2.0, 0.5, 0.5])}, length=3)
-        >>> figure.axes[0].get_ylabel()
-        'L2 norm of the encoding'
-    """
+    """The L2 norm of a learned positional encoding at each position, one bar group per model."""
     figure = Figure(figsize=(8, 3.4), layout="constrained")
     axes = figure.add_subplot()
     positions = np.arange(length)
@@ -152,39 +136,45 @@ def plot_signal_attention(task: Task, tokens: torch.Tensor, prediction: torch.Te
     return figure
 
 
+def plot_score_biases(heads: int = 8, length: int = 12) -> Figure:
+    """What ALiBi and a learned relative bias add to the scores: (L, S) tables of one head."""
+    relative = RelativePositionBias(1, max_offset=3)
+    with torch.no_grad():  # a table that prefers the key one step to the left, clipped at ±3
+        relative.table[0] = torch.tensor([-3.0, -1.5, 2.0, 0.0, -0.5, -1.0, -2.0])
+    slope = f"1/{1 / float(alibi_slopes(heads)[0]):.0f}"
+    panels = {f"ALiBi, head 1 of {heads} (slope {slope})": alibi_bias(heads, length)[0],
+              "ALiBi, causal, same head": alibi_bias(heads, length, causal=True)[0],
+              "relative bias (a table per offset, ±3)": relative(length)[0].detach()}
+    figure = Figure(figsize=(11, 3.6), layout="constrained")
+    for axes, (title, bias) in zip(figure.subplots(1, 3), panels.items(), strict=True):
+        image = axes.imshow(bias.numpy(), cmap="RdBu_r", vmin=-6, vmax=6)
+        axes.set_title(title, fontsize=9)
+        axes.set_xlabel("key position n")
+        axes.set_ylabel("query position m")
+    figure.colorbar(image, ax=figure.axes, label="added to the score", fraction=0.03)
+    return figure
+
+
 # --- the recipes ------------------------------------------------------------------------------
 
 
-def _signal_models(encoding: str) -> list[TrainedModel]:
-    return [model.trained() for model in site_seeds("signal", pos_enc=encoding)]
+SIGNAL_GROUPS = {**{encoding: {"pos_enc": encoding} for encoding in POSITIONAL_ENCODINGS},
+                 **SIGNAL_VARIANTS}  # every group of signal models the page shows, by name
+
+
+def _group(name: str) -> list[TrainedModel]:
+    return [model.trained() for model in site_seeds("signal", **SIGNAL_GROUPS[name])]
 
 
 @recipe("equivariance", "permutation equivariance of attention, measured on our modules")
 def equivariance() -> str:
-    generator = torch.Generator().manual_seed(0)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        attention = MultiHeadAttention(16, num_heads=4).double()
-    x = torch.randn(1, 10, 16, generator=generator, dtype=torch.float64)  # (B, L, D)
-    order = torch.randperm(10, generator=generator)
-    encoding = sinusoidal_encoding(10, 16).double()
-    counting = site_model("counting", seed=0).trained()
-    tokens = counting.task.sample(1, torch.Generator().manual_seed(1)).inputs
-    with torch.no_grad():
-        rows = [
-            ("self-attention, shuffled input vs shuffled output",
-             (attention(x[:, order])[0] - attention(x)[0][:, order]).abs().max()),
-            ("self-attention with sinusoidal encoding added, the same comparison",
-             (attention(x[:, order] + encoding)[0]
-              - attention(x + encoding)[0][:, order]).abs().max()),
-            ("counting model, logits of a shuffled input vs the original",
-             (counting.model(tokens[:, order]).logits - counting.model(tokens).logits).abs().max()),
-        ]
+    gaps = experiments.equivariance_gaps(site_model("counting", seed=0).trained())
     return markdown_table(
         ["what is compared", "largest difference"],
-        [(what, f"{float(value):.1e}") for what, value in rows],
+        [(what, f"{gap:.1e}") for what, gap in gaps.items()],
         caption="One random sequence of 10 vectors (D = 16, 4 heads, float64) and one random "
-                "shuffle of its positions; the counting model in float32.")
+                "shuffle of its positions; the counting model (seed 0, float32) on held-out "
+                "inputs of 10 tokens, written twice: 20 tokens.")
 
 
 @recipe("sinusoidal", "the sinusoidal encoding and its dot product against the offset")
@@ -197,51 +187,52 @@ def rotary() -> Figure:
     return plot_rotary_scores()
 
 
+@recipe("score_biases", "what ALiBi and a relative position bias add to the scores")
+def score_biases() -> Figure:
+    return plot_score_biases()
+
+
 @recipe("signal_accuracy", "held-out accuracy of the signal models, with the multiset bound")
 def signal_accuracy() -> str:
-    first = site_model("signal", pos_enc="learned").trained()
-    rows = []
-    for encoding in POSITIONAL_ENCODINGS:
-        scores = [evaluate(trained).exact_match for trained in _signal_models(encoding)]
-        rows.append([encoding, *map(percent, scores), f"**{percent(float(np.mean(scores)))}**"])
+    first, rows = site_model("signal", pos_enc="learned").trained(), []
+    for name in SIGNAL_GROUPS:
+        scores = [evaluate(trained).exact_match for trained in _group(name)]
+        rows.append([name, *map(percent, scores), f"**{percent(float(np.mean(scores)))}**"])
     bound = float(multiset_bound(first.task.max_len, first.task.vocab_size))
     rows.append(["*best possible from the multiset alone*", *[""] * len(SEEDS),
                  f"*{percent(bound)}*"])
     config = first.config
     return markdown_table(
-        ["positional encoding", *(f"seed {seed}" for seed in SEEDS), "mean"], rows,
+        ["signal model", *(f"seed {seed}" for seed in SEEDS), "mean"], rows,
         caption=f"Exact match on {10_000:,} held-out sequences of {first.task.length} letters. "
-                f"Trained {config.steps:,} steps, batches of {config.batch_size}, Adam "
-                f"from lr {config.lr:g} with {config.schedule} decay. The bound is exact "
+                f"Every model trained {config.steps:,} steps, batches of {config.batch_size}, "
+                f"Adam from lr {config.lr:g} with {config.schedule} decay. The bound is exact "
                 f"(computed over every count vector, "
                 f"[`multiset_bound`][attnprimer.tasks.signal.multiset_bound]).")
 
 
-@recipe("signal_errors", "which counts the signal models get wrong, per encoding")
-def signal_errors() -> str:
-    misses, seen = {}, None
-    for encoding in POSITIONAL_ENCODINGS:
-        counted = [errors_by_count(trained) for trained in _signal_models(encoding)]
-        misses[encoding] = sum(wrong for wrong, _ in counted)
-        seen = counted[0][1]  # the same data for every model
-    rows = [[count, f"{int(seen[count]):,}", *(int(wrong[count]) for wrong in misses.values())]
-            for count in range(len(seen))]
-    rows.append(["all", f"{int(seen.sum()):,}",
-                 *(f"**{int(wrong.sum()):,}**" for wrong in misses.values())])
+@recipe("signal_counts", "accuracy at each large count, drawn given the count, per model group")
+def signal_counts() -> str:
+    counts, rows = range(6, 11), []
+    for name in [*POSITIONAL_ENCODINGS[1:], *SIGNAL_VARIANTS]:
+        results = [experiments.cached_accuracy_by_count(trained) for trained in _group(name)]
+        rows.append([name, *("/".join(f"{100 * result['accuracy'][count]:.0f}"
+                                      for result in results) for count in counts),
+                     "/".join(f"{max(result['largest']):.0f}" for result in results)])
     return markdown_table(
-        ["true count", "sequences", *(f"wrong, {encoding}" for encoding in misses)], rows,
-        align="r" * (2 + len(misses)),
-        caption=f"Wrong answers by the true count, summed over {len(SEEDS)} seeds, each scored "
-                f"on the same 10,000 held-out sequences (so every sequence is counted once per "
-                f"seed).")
+        ["signal model", *(f"count {count}" for count in counts), "largest answer"], rows,
+        align="l" + "r" * (len(counts) + 1),
+        caption=f"Percent right at each true count, seeds {', '.join(map(str, SEEDS))} "
+                f"separated by slashes, on 500 held-out inputs per count drawn given the count "
+                f"(the signal letter at random, that many later copies at random places). "
+                f"Largest answer: the largest count each seed gave on any of the 5,500 inputs.")
 
 
 @recipe("signal_training", "held-out exact match of the signal models while training")
 def signal_training() -> Figure:
-    return plot_accuracy_curves({
-        f"{encoding} encoding": [trained.history for trained in _signal_models(encoding)]
-        for encoding in POSITIONAL_ENCODINGS
-    })
+    return plot_accuracy_curves({f"{encoding} encoding": [trained.history for trained in
+                                                          _group(encoding)]
+                                 for encoding in POSITIONAL_ENCODINGS})
 
 
 def _signal_example():
@@ -259,47 +250,61 @@ def signal_heatmap() -> Figure:
 @recipe("signal_sample", "`attnprimer test signal --pos-enc learned` on the primer's example")
 def signal_sample() -> str:
     trained, tokens, prediction, attention = _signal_example()
-    task = trained.task
-    report = attention_report(task, tokens, prediction,
-                              {"encoder-decoder": attention["encoder-decoder"]},
-                              task.targets_for(tokens[None])[0])
+    reading = {"encoder-decoder": attention["encoder-decoder"]}
+    report = attention_report(trained.task, tokens, prediction, reading,
+                              trained.task.targets_for(tokens[None])[0])
     norms = encoding_norms_report(trained.model, len(tokens))
     return cli_sample(f'attnprimer test signal --pos-enc learned --input "{SIGNAL_EXAMPLE}"',
-                      f"{report}\n\n(encoder self-attention rows left out here: see the "
-                      f"heatmap)\n\n{norms}")
+                      f"{report}\n\n(encoder self-attention rows left out: see the heatmap)"
+                      f"\n\n{norms}")
 
 
 @recipe("signal_norms", "the learned encoding's norm at each position, three seeds")
 def signal_norms() -> Figure:
-    models = _signal_models("learned")
-    norms = {f"seed {seed}": trained.model.position.norms()
-             for seed, trained in zip(SEEDS, models, strict=True)}
+    models = _group("learned")
+    norms = {f"seed {seed}": m.model.position.norms() for seed, m in zip(SEEDS, models)}
     return plot_learned_norms(norms, models[0].task.length)
+
+
+@recipe("signal_letters", "the output step's weight on the signal position, by signal letter")
+def signal_letters() -> str:
+    rows = []
+    for encoding in ("learned", "sinusoidal"):
+        for seed, trained in zip(SEEDS, _group(encoding), strict=True):
+            weights = experiments.signal_weight_by_letter(trained)
+            rows.append([encoding, seed, *(f"{weight:.2f}" for weight in weights.values())])
+    return markdown_table(
+        ["encoding", "seed", *(f"signal {letter}" for letter in weights)], rows,
+        caption="Mean weight of the output step on position 0, over 5,000 held-out sequences, "
+                f"split by the signal's letter. Even attention gives 1/11 = {1 / 11:.2f}.")
 
 
 @recipe("signal_where", "where the signal models' output step looks, per encoding")
 def signal_where() -> str:
     rows, kinds = [], []
-    for encoding in POSITIONAL_ENCODINGS:
-        results = [signal_attention(trained) for trained in _signal_models(encoding)]
+    for name in SIGNAL_GROUPS:
+        results = [signal_attention(trained) for trained in _group(name)]
         kinds = list(results[0])
-        rows.append([encoding, *(f"{np.mean([result[kind] for result in results]):.3f}"
-                                 for kind in kinds)])
+        rows.append([name, *("/".join(f"{result[kind]:.2f}" for result in results)
+                             for kind in kinds)])
     length = site_model("signal").task.length
     return markdown_table(
-        ["encoding", *kinds], rows,
+        ["signal model", *kinds], rows,
         caption=f"Mean weight of the output step on one position of each kind, over 5,000 "
-                f"held-out sequences and {len(SEEDS)} seeds. Even attention would give "
-                f"1/{length} = {1 / length:.3f}.")
+                f"held-out sequences; seeds {', '.join(map(str, SEEDS))} separated by slashes. "
+                f"Even attention would give 1/{length} = {1 / length:.2f}.")
 
 
 @recipe("length_generalisation", "exact match against the input length, trained at length 10")
 def length_generalisation() -> Figure:
-    groups = {"counting": [model.trained() for model in site_seeds("counting")]}
-    groups.update({f"signal, {encoding} encoding": _signal_models(encoding)
-                   for encoding in POSITIONAL_ENCODINGS if encoding != "none"})
-    curves = {}
-    for label, models in groups.items():
-        scores = np.mean([accuracy_by_length(trained, LENGTHS) for trained in models], axis=0)
-        curves[f"{label} ({len(models)} seeds)"] = (list(LENGTHS), scores.tolist())
-    return plot_length_generalisation(curves, trained_length=groups["counting"][0].task.max_len)
+    groups = {"counting": [model.trained() for model in site_seeds("counting")],
+              **{f"signal, {name} encoding": _group(name) for name in POSITIONAL_ENCODINGS[1:]}}
+    curves = {label: [accuracy_by_length(trained, LENGTHS) for trained in models]
+              for label, models in groups.items()}
+    return plot_lengths(curves, LENGTHS, (10, 10), "trained at 10")
+
+
+@recipe("counting_lengths", "counting at lengths 2 to 40: one or mixed lengths, start token")
+def counting_lengths() -> Figure:
+    return plot_lengths(experiments.counting_lengths(), experiments.COUNTING_LENGTHS, (5, 20),
+                        "mixed lengths: trained from 5 to 20; the others at 10")

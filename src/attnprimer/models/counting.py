@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.models import ModelOutput
 
-__all__ = ["CountingModel"]
+__all__ = ["CountingModel", "StartTokenCountingModel"]
 
 
 # --8<-- [start:counting_model]
@@ -66,3 +66,31 @@ class CountingModel(nn.Module):
         context, weights = scaled_dot_product_attention(queries, keys, keys)  # (B, T, D), (B, T, S)
         return self.norm(context + queries), weights  # residual, then layer norm: (B, T, D)
 # --8<-- [end:counting_model]
+
+
+class StartTokenCountingModel(CountingModel):
+    """The counting model with a start token: one extra key (and value) before the input.
+
+    The start token is the same at every length, so its score does not grow with
+    the input: a query that scores its own letter ``a``, the start token ``b``
+    and every other token far below both puts weight ``n e^a / (n e^a + e^b)`` on
+    its ``n`` letters, a function of ``n`` alone, whatever the length. The
+    ``encoder-decoder`` weights are those on the input tokens (B, T, S); what is
+    missing from a row's sum went to the start token.
+
+    Examples:
+        >>> model = StartTokenCountingModel(num_tokens=4, num_queries=3, num_classes=11, hidden=16)
+        >>> with torch.no_grad():
+        ...     weights = model(torch.tensor([[1, 1, 0, 2, 3]])).attention["encoder-decoder"]
+        >>> weights.shape, round(weights.sum(-1)[0, 0].item(), 3)   # 1/6 went to the start
+        (torch.Size([1, 3, 5]), 0.833)
+    """
+
+    def __init__(self, num_tokens: int, num_queries: int, num_classes: int, hidden: int) -> None:
+        super().__init__(num_tokens + 1, num_queries, num_classes, hidden)  # + the start token
+
+    def read(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prepend the start token (id ``num_tokens - 1``), read, and drop its weight column."""
+        start = torch.full_like(tokens[:, :1], self.num_tokens - 1)  # (B, 1)
+        hidden, weights = super().read(torch.cat([start, tokens], dim=1))  # (B, T, 1 + S)
+        return hidden, weights[..., 1:]  # (B, T, S): the weights on the input tokens

@@ -25,12 +25,13 @@ __all__ = ["EncoderLayer", "SignalModel"]
 class EncoderLayer(nn.Module):
     """Self-attention over the input, then a feed-forward network; residuals and layer norms.
 
-    With ``rotary=False`` the self-attention has no projections (the original
-    primer's signal model): queries, keys and values are the inputs. With
-    ``rotary=True`` queries and keys get learned maps W_q, W_k and are then
-    rotated by their positions ([`apply_rotary`][attnprimer.positional.apply_rotary]):
-    without the maps, a query and a key of the same letter would be one vector,
-    and their score could not tell "left of me" from "right of me".
+    By default the self-attention has no projections (the original primer's
+    signal model): queries, keys and values are the inputs. With
+    ``projections=True`` queries and keys get learned maps W_q, W_k. With
+    ``rotary=True`` they always do, and are then rotated by their positions
+    ([`apply_rotary`][attnprimer.positional.apply_rotary]): without the maps, a
+    query and a key of the same letter would be one vector, and their score
+    could not tell "left of me" from "right of me".
 
     Examples:
         >>> layer = EncoderLayer(hidden=8)
@@ -39,10 +40,10 @@ class EncoderLayer(nn.Module):
         (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
     """
 
-    def __init__(self, hidden: int, *, rotary: bool = False) -> None:
+    def __init__(self, hidden: int, *, rotary: bool = False, projections: bool = False) -> None:
         super().__init__()
-        self.rotary = rotary
-        if rotary:
+        self.rotary, self.projections = rotary, projections or rotary
+        if self.projections:
             self.query, self.key = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
         self.norm_attention = nn.LayerNorm(hidden)
         self.feed_forward = nn.Sequential(
@@ -53,9 +54,10 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, L, D) -> (B, L, D) and the self-attention weights (B, L, L)."""
         query, key = x, x
+        if self.projections:
+            query, key = self.query(x), self.key(x)  # (B, L, D) each: W_q x, W_k x
         if self.rotary:
-            query = apply_rotary(self.query(x))  # (B, L, D), rotated by position
-            key = apply_rotary(self.key(x))
+            query, key = apply_rotary(query), apply_rotary(key)  # rotated by position
         context, weights = scaled_dot_product_attention(query, key, x)  # (B, L, D), (B, L, L)
         x = self.norm_attention(x + context)
         x = self.norm_feed_forward(x + self.feed_forward(x))
@@ -74,6 +76,7 @@ class SignalModel(nn.Module):
         pos_enc: ``"none"``, ``"learned"`` or ``"sinusoidal"`` (added to the
             embeddings), or ``"rotary"`` (applied inside the encoder's self-attention).
         max_positions: the longest sequence the encoding has positions for.
+        projections: give the self-attention learned W_q, W_k (rotary always has them).
 
     Examples:
         >>> model = SignalModel(num_tokens=4, num_classes=11, hidden=16, pos_enc="learned")
@@ -83,7 +86,7 @@ class SignalModel(nn.Module):
     """
 
     def __init__(self, num_tokens: int, num_classes: int, hidden: int, pos_enc: str = "none",
-                 max_positions: int = 64) -> None:
+                 max_positions: int = 64, projections: bool = False) -> None:
         super().__init__()
         encodings = {"none": None, "rotary": None,
                      "learned": LearnedEncoding(hidden, max_positions),
@@ -94,7 +97,7 @@ class SignalModel(nn.Module):
         self.pos_enc = pos_enc
         self.embed = nn.Linear(num_tokens, hidden)  # one-hot token -> (D,)
         self.position = encodings[pos_enc]
-        self.encoder = EncoderLayer(hidden, rotary=pos_enc == "rotary")
+        self.encoder = EncoderLayer(hidden, rotary=pos_enc == "rotary", projections=projections)
         self.query = nn.Parameter(torch.zeros(1, hidden))  # one output step
         self.norm = nn.LayerNorm(hidden)
         self.classifier = nn.Linear(hidden, num_classes)

@@ -27,7 +27,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
 
     Examples:
         >>> get_task("counting", max_len=8)
-        CountingTask(max_len=8, vocab_size=3, hidden=64)
+        CountingTask(max_len=8, vocab_size=3, hidden=64, start_token=False, mixed_lengths=False)
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...

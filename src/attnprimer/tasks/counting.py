@@ -14,12 +14,12 @@ over the input, and what it reads off is enough to count (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch.nn import functional as F
 
-from attnprimer.models.counting import CountingModel
+from attnprimer.models.counting import CountingModel, StartTokenCountingModel
 from attnprimer.tasks.base import Batch, Task
 
 __all__ = ["CountingTask"]
@@ -33,6 +33,11 @@ class CountingTask(Task):
         max_len: S, the input length; counts run from 0 to S.
         vocab_size: V, the number of letters (the blank comes on top).
         hidden: D, the model's width.
+        start_token: the model reads a start token before the input
+            ([`StartTokenCountingModel`][attnprimer.models.counting.StartTokenCountingModel]).
+        mixed_lengths: each batch has its own length, drawn uniformly from
+            ``max_len // 4`` to ``max_len`` (every sequence of a batch alike);
+            counts still run from 0 to ``max_len``.
 
     Examples:
         >>> task = CountingTask()
@@ -53,6 +58,9 @@ class CountingTask(Task):
     train_defaults = {"steps": 6000, "lr": 3e-2}
 
     hidden: int = field(default=64, metadata={"help": "model width D"})
+    start_token: bool = field(default=False, metadata={"help": "read a start token first"})
+    mixed_lengths: bool = field(
+        default=False, metadata={"help": "batches of every length from max_len // 4 to max_len"})
 
     @property
     def num_classes(self) -> int:
@@ -66,13 +74,22 @@ class CountingTask(Task):
         return one_hot[..., 1:].sum(dim=1)  # drop the blank, count over S -> (B, V)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        length = self.max_len
+        if self.mixed_lengths:  # one length for the whole batch
+            length = int(torch.randint(max(1, self.max_len // 4), self.max_len + 1, (1,),
+                                       generator=generator))
         inputs = torch.randint(
-            0, self.vocab_size + 1, (batch_size, self.max_len), generator=generator
+            0, self.vocab_size + 1, (batch_size, length), generator=generator
         )  # (B, S), 0 = blank
         return Batch(inputs, self.targets_for(inputs))
 
+    def at_length(self, length: int) -> CountingTask:
+        """The same task on inputs of exactly ``length`` tokens (never mixed)."""
+        return replace(self, max_len=length, mixed_lengths=False)
+
     def build_model(self) -> CountingModel:
-        return CountingModel(
+        model = StartTokenCountingModel if self.start_token else CountingModel
+        return model(
             num_tokens=self.vocab_size + 1,
             num_queries=self.vocab_size,
             num_classes=self.num_classes,

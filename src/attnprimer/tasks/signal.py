@@ -22,6 +22,7 @@ from fractions import Fraction
 from functools import cache
 
 import torch
+from torch.nn import functional as F
 
 from attnprimer.models.signal import SignalModel
 from attnprimer.positional import POSITIONAL_ENCODINGS
@@ -39,6 +40,11 @@ class SignalTask(Task):
         vocab_size: V, the number of letters.
         hidden: D, the model's width.
         pos_enc: the positional encoding: none, learned, sinusoidal or rotary.
+        projections: learned W_q, W_k in the self-attention for every encoding
+            (the rotary model always has them; the others do not by default).
+        balanced_loss: weight each example's loss by ``1 / (C p(count))``, the
+            inverse of how often its count comes up (Binomial(max_len, 1/V)), so
+            that every count weighs the same in expectation. Training only.
 
     Examples:
         >>> task = SignalTask()
@@ -58,6 +64,10 @@ class SignalTask(Task):
         default="none",
         metadata={"help": "positional encoding", "choices": POSITIONAL_ENCODINGS},
     )
+    projections: bool = field(default=False,
+                              metadata={"help": "learned W_q, W_k in the self-attention"})
+    balanced_loss: bool = field(default=False,
+                                metadata={"help": "weight the loss by 1 / frequency of the count"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -81,6 +91,27 @@ class SignalTask(Task):
         signal = inputs[:, :1]  # (B, 1)
         return (inputs[:, 1:] == signal).sum(dim=1, keepdim=True)  # (B, 1)
 
+    def count_probabilities(self) -> torch.Tensor:
+        """p(count) of a random input, (C,): Binomial(max_len, 1/V).
+
+        Examples:
+            >>> SignalTask(max_len=2, vocab_size=2).count_probabilities()
+            tensor([0.2500, 0.5000, 0.2500])
+        """
+        counts = range(self.num_classes)
+        chance = 1 / self.vocab_size
+        return torch.tensor([math.comb(self.max_len, count) * chance**count
+                             * (1 - chance) ** (self.max_len - count) for count in counts])
+
+    def loss(self, model, batch: Batch) -> torch.Tensor:
+        """Cross-entropy; with ``balanced_loss``, each example weighted by 1 / (C p(count))."""
+        if not self.balanced_loss:
+            return super().loss(model, batch)
+        logits = model(batch.inputs).logits[:, 0]  # (B, C)
+        weights = 1 / (self.num_classes * self.count_probabilities())  # (C,): mean 1 over counts
+        losses = F.cross_entropy(logits, batch.targets[:, 0], reduction="none")  # (B,)
+        return (weights[batch.targets[:, 0]] * losses).mean()
+
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         inputs = torch.randint(
             1, self.vocab_size + 1, (batch_size, self.length), generator=generator
@@ -101,6 +132,7 @@ class SignalTask(Task):
             hidden=self.hidden,
             pos_enc=self.pos_enc,
             max_positions=max(64, self.length),
+            projections=self.projections,
         )
 
 

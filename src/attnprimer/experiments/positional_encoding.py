@@ -1,0 +1,147 @@
+"""The experiments of the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
+
+* [`equivariance_gaps`][attnprimer.experiments.positional_encoding.equivariance_gaps]:
+  how far shuffling the input moves attention's output, with and without an encoding;
+* [`accuracy_by_count`][attnprimer.experiments.positional_encoding.accuracy_by_count]: a signal
+  model's accuracy at each true count, on held-out inputs drawn *given* the count, so the rare
+  large counts are measured as well as the common ones; and the largest count it ever answers;
+* [`signal_weight_by_letter`][attnprimer.experiments.positional_encoding.signal_weight_by_letter]:
+  the output step's weight on the signal position, by which letter the signal is;
+* [`counting_lengths`][attnprimer.experiments.positional_encoding.counting_lengths]: the
+  counting models (one length or mixed lengths, with or without a start token) at lengths
+  from 2 to 40;
+* [`doubling_gap`][attnprimer.experiments.positional_encoding.doubling_gap]: a position-free
+  counting model gives the same answer to an input and to the input written twice.
+
+Everything is forward only, on held-out data, on the CPU.
+Shape legend: B batch, S input length, D hidden size, C classes.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnprimer.analysis import accuracy_by_length
+from attnprimer.cache import cached_result
+from attnprimer.multihead import MultiHeadAttention
+from attnprimer.positional import sinusoidal_encoding
+from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, site_seeds
+from attnprimer.train import TrainedModel, held_out_generator, predict, single_thread
+
+__all__ = [
+    "COUNTING_LENGTHS",
+    "accuracy_by_count",
+    "cached_accuracy_by_count",
+    "counting_lengths",
+    "doubling_gap",
+    "equivariance_gaps",
+    "signal_weight_by_letter",
+]
+
+COUNTING_LENGTHS = (2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 35, 40)
+"""The input lengths at which the counting models are scored (trained at 10, or 5 to 20)."""
+
+
+@torch.no_grad()
+def equivariance_gaps(counting: TrainedModel, length: int = 10, dim: int = 16) -> dict[str, float]:
+    """Largest change of the output when the input positions are shuffled (and the output
+    shuffled back): multi-head self-attention in float64, without and with the sinusoidal
+    encoding added, and the trained counting model's logits (invariant, float32); and the
+    counting model's [`doubling_gap`][attnprimer.experiments.positional_encoding.doubling_gap]."""
+    generator = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        attention = MultiHeadAttention(dim, num_heads=4).double()
+    x = torch.randn(1, length, dim, generator=generator, dtype=torch.float64)  # (B, L, D)
+    order = torch.randperm(length, generator=generator)
+    encoding = sinusoidal_encoding(length, dim).double()  # (L, D)
+    tokens = counting.task.sample(1, torch.Generator().manual_seed(1)).inputs  # (1, S)
+    gaps = {
+        "self-attention, shuffled input vs shuffled output":
+            attention(x[:, order])[0] - attention(x)[0][:, order],
+        "self-attention with sinusoidal encoding added, the same comparison":
+            attention(x[:, order] + encoding)[0] - attention(x + encoding)[0][:, order],
+        "counting model, logits of a shuffled input vs the original":
+            counting.model(tokens[:, order]).logits - counting.model(tokens).logits,
+    }
+    return {**{what: gap.abs().max().item() for what, gap in gaps.items()},
+            "counting model, logits of 1,000 inputs vs each input written twice":
+                doubling_gap(counting)}
+
+
+def _inputs_with_count(task, count: int, samples: int, generator: torch.Generator) -> torch.Tensor:
+    """Signal inputs (B, S) whose true count is ``count``: the held-out distribution given it."""
+    signal = torch.randint(1, task.vocab_size + 1, (samples, 1), generator=generator)  # (B, 1)
+    rest = torch.rand(samples, task.max_len, generator=generator).argsort(dim=1) < count
+    shift = torch.randint(1, task.vocab_size, (samples, task.max_len), generator=generator)
+    others = (signal - 1 + shift) % task.vocab_size + 1  # (B, max_len): never the signal letter
+    return torch.cat([signal, torch.where(rest, signal, others)], dim=1)  # (B, S)
+
+
+def accuracy_by_count(trained: TrainedModel, per_count: int = 500,
+                      seed: int = 0) -> dict[str, list[float]]:
+    """A signal model's accuracy at each true count, and the counts it answers.
+
+    For every count ``c`` from 0 to ``max_len``, ``per_count`` held-out inputs are drawn
+    from the task's distribution *given* that the count is ``c`` (the signal letter at
+    random, ``c`` random later positions holding it, the rest other letters at random).
+
+    Returns:
+        ``accuracy``: (C,) accuracy at each count; ``largest``: (C,) the largest count the
+        model answered on those inputs.
+    """
+    generator = held_out_generator(seed)
+    accuracy, largest = [], []
+    with single_thread():
+        for count in range(trained.task.num_classes):
+            inputs = _inputs_with_count(trained.task, count, per_count, generator)
+            _, predictions = predict(trained.model, inputs)  # (B, 1)
+            accuracy.append((predictions[:, 0] == count).float().mean().item())
+            largest.append(float(predictions.max()))
+    return {"accuracy": accuracy, "largest": largest}
+
+
+def cached_accuracy_by_count(trained: TrainedModel) -> dict[str, list[float]]:
+    """[`accuracy_by_count`][attnprimer.experiments.positional_encoding.accuracy_by_count],
+    computed once per model (it is read by the page and by the claims tests)."""
+    return cached_result(accuracy_by_count, trained)
+
+
+@torch.no_grad()
+def signal_weight_by_letter(trained: TrainedModel, samples: int = 5000,
+                            seed: int = 0) -> dict[str, float]:
+    """Mean weight of a signal model's output step on position 0, by the signal's letter."""
+    inputs = trained.task.sample(samples, held_out_generator(seed)).inputs  # (B, S)
+    with single_thread():
+        weights = trained.model(inputs).attention["encoder-decoder"][:, 0, 0]  # (B,)
+    alphabet = trained.task.alphabet
+    return {alphabet[letter]: weights[inputs[:, 0] == letter].mean().item()
+            for letter in range(1, trained.task.vocab_size + 1)}
+
+
+def _lengths(trained: TrainedModel, lengths: tuple[int, ...]) -> list[float]:
+    with single_thread():
+        return accuracy_by_length(trained, lengths)
+
+
+def counting_lengths(lengths: tuple[int, ...] = COUNTING_LENGTHS) -> dict[str, list[list[float]]]:
+    """Exact match of every counting variant (by name) at ``lengths``: one list per seed."""
+    return {name: [cached_result(_lengths, model.trained(), lengths=lengths)
+                   for model in site_seeds("counting", **settings)]
+            for name, settings in COUNTING_LENGTH_VARIANTS.items()}
+
+
+@torch.no_grad()
+def doubling_gap(trained: TrainedModel, samples: int = 1000, seed: int = 0) -> float:
+    """Largest change of a counting model's logits when every input is written twice.
+
+    Without positions and without a start token, attention sees only the proportions of
+    the tokens, which writing an input twice does not change: the gap is rounding, and
+    the model gives one answer to two inputs whose counts differ by a factor of two.
+    """
+    length = min(trained.task.max_len, 20)
+    inputs = trained.task.at_length(length).sample(samples, held_out_generator(seed)).inputs
+    with single_thread():
+        once = trained.model(inputs).logits  # (B, T, C)
+        twice = trained.model(torch.cat([inputs, inputs], dim=1)).logits
+    return (once - twice).abs().max().item()
