@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from attnprimer.analysis import accuracy_by_length, signal_attention
+from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_VARIANTS, site_model,
                                     site_seeds)
 from attnprimer.tasks import CountingTask, SignalTask
 from attnprimer.tasks.signal import multiset_bound
-from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict
+from attnprimer.train import TrainConfig, held_out_generator, predict
 
 TARGET = 0.99
 ENCODED = [encoding for encoding in POSITIONAL_ENCODINGS if encoding != "none"]
@@ -31,7 +32,7 @@ def models(site_models):
 
 @pytest.fixture(scope="module")
 def exact(models):
-    return {encoding: [evaluate(trained).exact_match for trained in trained_models]
+    return {encoding: [cached_evaluation(trained).exact_match for trained in trained_models]
             for encoding, trained_models in models.items()}
 
 

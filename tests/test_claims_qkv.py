@@ -13,12 +13,13 @@ import pytest
 import torch
 
 from attnprimer.analysis import own_letter_mass
+from attnprimer.cache import cached_evaluation
 from attnprimer.experiments.qkv import kernel_regression_toy, recipe_ablation, score_saturation
 from attnprimer.report import attended_mainly
 from attnprimer.site_models import (COUNTING_EXAMPLE, COUNTING_RECIPES, ORIGINAL_COUNTING_RECIPE,
                                     SEEDS, SITE_MODELS, SiteModel, site_model, site_seeds)
 from attnprimer.tasks import CountingTask
-from attnprimer.train import evaluate, held_out_generator, predict
+from attnprimer.train import held_out_generator, predict
 
 TARGET = 0.995
 """The project's target: held-out exact match with the default training settings."""
@@ -40,7 +41,7 @@ def accuracy(site_models):
 
     def get(label: str):
         if label not in scores:
-            scores[label] = evaluate(site_models(label), samples=HELD_OUT_SAMPLES)
+            scores[label] = cached_evaluation(site_models(label), samples=HELD_OUT_SAMPLES)
         return scores[label]
 
     return get

@@ -17,11 +17,12 @@ from attnprimer.analysis import (
     mean_self_attention,
     cached_probes,
 )
+from attnprimer.cache import cached_evaluation
 from attnprimer.experiments.self_attention import cached_readout, projection_sweep
 from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS,
                                     SEEDS, site_model)
 from attnprimer.tasks import DifferenceTask
-from attnprimer.train import TrainConfig, evaluate, held_out_generator, predict_one
+from attnprimer.train import TrainConfig, held_out_generator, predict_one
 
 TARGET = 0.995
 PLAIN, SELF, PROJECTED = DIFFERENCE_VARIANTS  # the chapter's three variants, in its order
@@ -36,7 +37,7 @@ def models(site_models):
 
 @pytest.fixture(scope="module")
 def exact(models):
-    return {variant: [evaluate(trained).exact_match for trained in trained_models]
+    return {variant: [cached_evaluation(trained).exact_match for trained in trained_models]
             for variant, trained_models in models.items()}
 
 
@@ -62,7 +63,7 @@ def test_every_self_attention_seed_beats_every_seed_without_it(exact):
 
 def test_without_self_attention_the_difference_step_is_almost_always_right(models):
     for trained in models[PLAIN]:
-        assert evaluate(trained).per_step[-1] > 0.99
+        assert cached_evaluation(trained).per_step[-1] > 0.99
 
 
 def test_without_self_attention_exact_match_stays_above_98_percent(exact):

@@ -36,13 +36,14 @@ from pathlib import Path
 from attnprimer.checkpoints import (CheckpointError, load_checkpoint, save_checkpoint,
                                     write_atomically)
 from attnprimer.tasks.base import Task
-from attnprimer.train import TrainConfig, TrainedModel, train
+from attnprimer.train import HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate, train
 from attnprimer.workers import run_in_processes
 
 __all__ = [
     "PACKAGE",
     "TRAINING_MODULES",
     "cache_dir",
+    "cached_evaluation",
     "cached_path",
     "cached_result",
     "code_fingerprint",
@@ -315,6 +316,27 @@ def cached_result(
     text = json.dumps(encode(result), sort_keys=True)
     write_atomically(path, lambda file: file.write(text.encode("utf-8")), mode=0o644)
     return result
+
+
+def cached_evaluation(trained: TrainedModel, samples: int = 10_000,
+                      seed: int = HELD_OUT_SEED) -> Evaluation:
+    """[`evaluate`][attnprimer.train.evaluate] through
+    [`cached_result`][attnprimer.cache.cached_result]: a site model's held-out accuracy is
+    scored once, then read back by every page, figure and claims test that quotes it.
+
+    Examples:
+        >>> import tempfile
+        >>> from attnprimer.tasks import CountingTask
+        >>> saved = os.environ.get("ATTNPRIMER_CACHE_DIR")
+        >>> os.environ["ATTNPRIMER_CACHE_DIR"] = tempfile.mkdtemp()
+        >>> trained = get_trained(CountingTask(hidden=8), TrainConfig(steps=5))
+        >>> cached_evaluation(trained, samples=50) == evaluate(trained, samples=50)
+        True
+        >>> _ = os.environ.pop("ATTNPRIMER_CACHE_DIR")
+        >>> if saved is not None: os.environ["ATTNPRIMER_CACHE_DIR"] = saved
+    """
+    return cached_result(evaluate, trained, encode=asdict, decode=lambda data: Evaluation(**data),
+                         samples=samples, seed=seed)
 
 
 def _code_of(function: Callable) -> str:

@@ -20,12 +20,12 @@ import torch
 from torch.nn import functional as F
 
 from attnprimer.analysis import linear_probe
-from attnprimer.cache import cached_result
+from attnprimer.cache import cached_evaluation, cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import MultiHeadAttention, split_heads
 from attnprimer.site_models import DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS, SEEDS, site_seeds
 from attnprimer.tasks import DifferenceTask
-from attnprimer.train import TrainedModel, evaluate, held_out_generator
+from attnprimer.train import TrainedModel, held_out_generator
 
 __all__ = [
     "READOUT_CONDITIONS",
@@ -71,8 +71,8 @@ def projection_sweep() -> dict[str, dict[float, list[float]]]:
         ``{"no projections": {lr: [exact match per seed]}, "W_q, W_k, W_v": {lr: [...], ...}}``
     """
     default = DifferenceTask.train_defaults["lr"]
-    plain = [evaluate(trained).exact_match for trained in difference_models("self-attention")]
-    swept = {lr: [evaluate(trained).exact_match for trained in models]
+    plain = [cached_evaluation(trained).exact_match for trained in difference_models("self-attention")]
+    swept = {lr: [cached_evaluation(trained).exact_match for trained in models]
              for lr, models in projection_sweep_models().items()}
     return {"no projections": {default: plain}, "W_q, W_k, W_v": swept}
 

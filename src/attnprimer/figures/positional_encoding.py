@@ -13,6 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import accuracy_by_length, signal_attention
+from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          plot_accuracy_curves, plot_lengths, weight_colorbar)
@@ -24,7 +25,7 @@ from attnprimer.report import attention_report, encoding_norms_report
 from attnprimer.site_models import SEEDS, SIGNAL_EXAMPLE, SIGNAL_VARIANTS, site_model, site_seeds
 from attnprimer.tasks import Task
 from attnprimer.tasks.signal import multiset_bound
-from attnprimer.train import TrainedModel, evaluate, predict_one
+from attnprimer.train import TrainedModel, predict_one
 
 __all__ = ["LENGTHS", "plot_learned_norms", "plot_rotary_scores",
            "plot_score_biases", "plot_signal_attention", "plot_sinusoidal"]
@@ -196,7 +197,7 @@ def score_biases() -> Figure:
 def signal_accuracy() -> str:
     first, rows = site_model("signal", pos_enc="learned").trained(), []
     for name in SIGNAL_GROUPS:
-        scores = [evaluate(trained).exact_match for trained in _group(name)]
+        scores = [cached_evaluation(trained).exact_match for trained in _group(name)]
         rows.append([name, *map(percent, scores), f"**{percent(float(np.mean(scores)))}**"])
     bound = float(multiset_bound(first.task.max_len, first.task.vocab_size))
     rows.append(["*best possible from the multiset alone*", *[""] * len(SEEDS),

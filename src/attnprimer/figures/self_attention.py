@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_profile,
                                  encoder_weight_by_token, mean_self_attention)
+from attnprimer.cache import cached_evaluation
 from attnprimer.cost import CostPoint, measure_in_fresh_process, measure_sdpa_in_fresh_process
 from attnprimer.experiments.self_attention import (READOUT_CONDITIONS, cached_readout,
                                                    difference_models, projection_sweep,
@@ -30,7 +31,7 @@ from attnprimer.figures.tables import cell, cli_sample, markdown_table, percent
 from attnprimer.report import attention_report
 from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
 from attnprimer.tasks import BLANK
-from attnprimer.train import evaluate, predict_one
+from attnprimer.train import predict_one
 
 __all__: list[str] = []
 
@@ -50,7 +51,7 @@ def difference_accuracy() -> str:
     labels = first.task.output_labels()
     rows, summary = [], []
     for variant in DIFFERENCE_VARIANTS:
-        results = [evaluate(trained) for trained in difference_models(variant)]
+        results = [cached_evaluation(trained) for trained in difference_models(variant)]
         for seed, result in zip(SEEDS, results, strict=True):
             rows.append([variant, seed, f"**{percent(result.exact_match)}**",
                          *(percent(accuracy) for accuracy in result.per_step)])
