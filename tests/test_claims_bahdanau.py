@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnprimer.experiments.bahdanau import (alignment_by_length, exact_match_by_length,
-                                             first_step_reaching, forced_attention,
-                                             largest_weight, state_probes)
+from attnprimer.analysis import cached_accuracy_by_length
+from attnprimer.experiments.bahdanau import (alignment_by_length, first_step_reaching,
+                                             forced_attention, largest_weight, state_probes)
 from attnprimer.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
 from attnprimer.site_models import REVERSAL_EXAMPLE, site_seeds
 from attnprimer.train import held_out_generator, predict_one
@@ -32,7 +32,7 @@ def models(site_models):
 @pytest.fixture(scope="module")
 def by_length(models):
     """Exact match at lengths 1-20, (seeds, 20) per model."""
-    return {name: np.array([exact_match_by_length(trained, TRAINED + BEYOND) for trained in runs])
+    return {name: np.array([cached_accuracy_by_length(trained, TRAINED + BEYOND, 1000) for trained in runs])
             for name, runs in models.items()}
 
 

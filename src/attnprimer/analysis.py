@@ -40,6 +40,7 @@ __all__ = [
     "accuracy_by_length",
     "alignment_offsets",
     "block_and_swap",
+    "cached_accuracy_by_length",
     "cached_probes",
     "difference_step_profile",
     "encoder_state_probe",
@@ -314,6 +315,14 @@ def cached_probes(trained: TrainedModel, samples: int = 10_000) -> list[Probe]:
     return cached_result(probe_difference_step, trained, samples=samples,
                          encode=lambda probes: [list(probe) for probe in probes],
                          decode=lambda rows: [Probe(*row) for row in rows])
+
+
+def cached_accuracy_by_length(trained: TrainedModel, lengths: Iterable[int],
+                              samples: int = 2000) -> list[float]:
+    """[`accuracy_by_length`][attnprimer.analysis.accuracy_by_length] of a cached model,
+    computed once per model and per code ([`cached_result`][attnprimer.cache.cached_result]):
+    the pages' length figures and the claims tests read the same numbers."""
+    return cached_result(accuracy_by_length, trained, lengths=list(lengths), samples=samples)
 
 
 @torch.no_grad()

@@ -36,7 +36,8 @@ from pathlib import Path
 from attnprimer.checkpoints import (CheckpointError, load_checkpoint, save_checkpoint,
                                     write_atomically)
 from attnprimer.tasks.base import Task
-from attnprimer.train import HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate, train
+from attnprimer.train import (HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate,
+                              single_thread, train)
 from attnprimer.workers import run_in_processes
 
 __all__ = [
@@ -285,7 +286,9 @@ def cached_result(
     under a key made of the model's cache key, the function's name, its arguments and the
     fingerprint of its module: an experiment that the docs build ran on a site model is
     read back by the claims tests, until the model or the experiment's code changes.
-    Deterministic functions only (a fixed seed for any held-out data).
+    Deterministic functions only (a fixed seed for any held-out data). The function runs on
+    one torch thread ([`single_thread`][attnprimer.train.single_thread]): experiments on the
+    site's small models are many small operations, where threads cost more than they save.
 
     Examples:
         >>> import tempfile
@@ -311,7 +314,8 @@ def cached_result(
             return decode(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError):  # damaged: compute it again
             pass
-    result = function(trained, **arguments)
+    with single_thread():
+        result = function(trained, **arguments)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(encode(result), sort_keys=True)
     write_atomically(path, lambda file: file.write(text.encode("utf-8")), mode=0o644)

@@ -12,10 +12,10 @@ The chapter's reversal models (``REVERSAL_DECODERS`` and the bidirectional
 * [`largest_weight`][attnprimer.experiments.bahdanau.largest_weight] says how sharp the
   weights are, and [`state_probes`][attnprimer.experiments.bahdanau.state_probes] what the
   encoder's states hold;
-* [`alignment_by_length`][attnprimer.experiments.bahdanau.alignment_by_length],
-  [`exact_match_by_length`][attnprimer.experiments.bahdanau.exact_match_by_length] and
+* [`alignment_by_length`][attnprimer.experiments.bahdanau.alignment_by_length] and
   [`first_step_reaching`][attnprimer.experiments.bahdanau.first_step_reaching] give the
-  numbers of the alignment table, the length figure and the training curves.
+  numbers of the alignment table and the training curves (the length figure reads
+  [`cached_accuracy_by_length`][attnprimer.analysis.cached_accuracy_by_length]).
 
 Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
 Shape legend: B batch, S input length, T output steps, H encoder state size, C output classes.
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from attnprimer.analysis import accuracy_by_length, alignment_offsets, encoder_state_probe
+from attnprimer.analysis import alignment_offsets, encoder_state_probe
 from attnprimer.cache import cached_result
 from attnprimer.rnn import PAD, Decoder, Seq2Seq
 from attnprimer.train import TrainedModel, held_out_generator, single_thread
@@ -35,7 +35,6 @@ from attnprimer.train import TrainedModel, held_out_generator, single_thread
 __all__ = [
     "FORCED_OFFSETS",
     "alignment_by_length",
-    "exact_match_by_length",
     "first_step_reaching",
     "forced_attention",
     "largest_weight",
@@ -200,18 +199,8 @@ def alignment_by_length(trained: TrainedModel, lengths: Iterable[int],
                         samples: int = 500) -> dict[int, float]:
     """[`alignment_offsets`][attnprimer.analysis.alignment_offsets] of a cached model, computed
     once per model and code; the offsets come back as integers."""
-    with single_thread():
-        offsets = cached_result(alignment_offsets, trained, lengths=list(lengths),
-                                samples=samples)
+    offsets = cached_result(alignment_offsets, trained, lengths=list(lengths), samples=samples)
     return {int(offset): share for offset, share in offsets.items()}
-
-
-def exact_match_by_length(trained: TrainedModel, lengths: Iterable[int],
-                          samples: int = 1000) -> list[float]:
-    """[`accuracy_by_length`][attnprimer.analysis.accuracy_by_length] of a cached model
-    (greedy decoding, exact match per length), computed once per model and code."""
-    with single_thread():
-        return cached_result(accuracy_by_length, trained, lengths=list(lengths), samples=samples)
 
 
 def state_probes(trained: TrainedModel) -> dict[str, float]:
@@ -233,8 +222,7 @@ def _largest_weight(trained: TrainedModel, lengths: list[int], samples: int) -> 
 def largest_weight(trained: TrainedModel, lengths: Iterable[int], samples: int = 500) -> float:
     """The mean of each letter step's largest attention weight (greedy decoding, held-out
     inputs of each length): 1 when every step reads one state, 1/n when it spreads evenly."""
-    with single_thread():
-        return cached_result(_largest_weight, trained, lengths=list(lengths), samples=samples)
+    return cached_result(_largest_weight, trained, lengths=list(lengths), samples=samples)
 
 
 def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:

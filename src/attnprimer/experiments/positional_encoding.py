@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from attnprimer.analysis import accuracy_by_length
+from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.cache import cached_result
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.positional import sinusoidal_encoding
@@ -119,14 +119,9 @@ def signal_weight_by_letter(trained: TrainedModel, samples: int = 5000,
             for letter in range(1, trained.task.vocab_size + 1)}
 
 
-def _lengths(trained: TrainedModel, lengths: tuple[int, ...]) -> list[float]:
-    with single_thread():
-        return accuracy_by_length(trained, lengths)
-
-
 def counting_lengths(lengths: tuple[int, ...] = COUNTING_LENGTHS) -> dict[str, list[list[float]]]:
     """Exact match of every counting variant (by name) at ``lengths``: one list per seed."""
-    return {name: [cached_result(_lengths, model.trained(), lengths=lengths)
+    return {name: [cached_accuracy_by_length(model.trained(), lengths)
                    for model in site_seeds("counting", **settings)]
             for name, settings in COUNTING_LENGTH_VARIANTS.items()}
 

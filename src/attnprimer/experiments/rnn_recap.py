@@ -22,11 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnprimer.analysis import accuracy_by_length
-from attnprimer.cache import cached_result
+from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.site_models import (REVERSAL_DECODERS, VANILLA_BOTTLENECK,
                                     VANILLA_BOTTLENECK_STEPS, SiteModel, site_seeds)
-from attnprimer.train import TrainedModel
 
 __all__ = [
     "LENGTHS",
@@ -36,7 +34,6 @@ __all__ = [
     "bottleneck_models",
     "decoder_curves",
     "decoder_models",
-    "exact_match_by_length",
 ]
 
 LENGTHS = tuple(range(1, 21))
@@ -84,12 +81,6 @@ class LengthCurves:
         return np.asarray(self.by_seed[label])
 
 
-def exact_match_by_length(trained: TrainedModel) -> list[float]:
-    """Free-running exact match of one trained reversal model at each of ``LENGTHS``
-    (``SAMPLES`` held-out inputs per length), computed once and cached."""
-    return cached_result(accuracy_by_length, trained, lengths=list(LENGTHS), samples=SAMPLES)
-
-
 def decoder_models() -> dict[str, list[SiteModel]]:
     """The decoders compared on the page, by name: every seed of each."""
     return {label: site_seeds("reversal", **settings)
@@ -113,7 +104,7 @@ def bottleneck_models() -> dict[str, list[SiteModel]]:
 
 def _curves(models: dict[str, list[SiteModel]]) -> LengthCurves:
     return LengthCurves(list(LENGTHS), {
-        label: [exact_match_by_length(model.trained()) for model in seeds]
+        label: [cached_accuracy_by_length(model.trained(), LENGTHS, SAMPLES) for model in seeds]
         for label, seeds in models.items()})
 
 

@@ -14,9 +14,10 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.additive import AdditiveAttention
+from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, alignment_by_length,
-                                             exact_match_by_length, first_step_reaching,
-                                             forced_attention, largest_weight, state_probes)
+                                             first_step_reaching, forced_attention,
+                                             largest_weight, state_probes)
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
                                          plot_attention, plot_length_generalisation)
 from attnprimer.figures.registry import recipe
@@ -122,7 +123,7 @@ def _lengths() -> tuple[list[int], list[int]]:
 def length() -> Figure:
     inside, beyond = _lengths()
     lengths = inside + beyond
-    scores = {name: np.array([exact_match_by_length(trained, lengths) for trained in seeds(name)])
+    scores = {name: np.array([cached_accuracy_by_length(trained, lengths, 1000) for trained in seeds(name)])
               for name in MODELS}  # (seeds, lengths) per model
     figure = plot_length_generalisation(
         {name: (lengths, runs.mean(axis=0)) for name, runs in scores.items()},
@@ -142,7 +143,7 @@ def accuracy() -> str:
     inside, beyond = _lengths()
     rows = []
     for name in MODELS:
-        runs = [exact_match_by_length(trained, inside + beyond) for trained in seeds(name)]
+        runs = [cached_accuracy_by_length(trained, inside + beyond, 1000) for trained in seeds(name)]
         rows.append([name, spread(np.mean(run[: len(inside)]) for run in runs),
                      spread(run[len(inside) - 1] for run in runs),
                      spread(np.mean(run[len(inside):]) for run in runs)])

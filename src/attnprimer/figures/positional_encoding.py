@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import accuracy_by_length, signal_attention
+from attnprimer.analysis import cached_accuracy_by_length, signal_attention
 from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
@@ -300,7 +300,7 @@ def signal_where() -> str:
 def length_generalisation() -> Figure:
     groups = {"counting": [model.trained() for model in site_seeds("counting")],
               **{f"signal, {name} encoding": _group(name) for name in POSITIONAL_ENCODINGS[1:]}}
-    curves = {label: [accuracy_by_length(trained, LENGTHS) for trained in models]
+    curves = {label: [cached_accuracy_by_length(trained, LENGTHS) for trained in models]
               for label, models in groups.items()}
     return plot_lengths(curves, LENGTHS, (10, 10), "trained at 10")
 
