@@ -38,6 +38,27 @@ def test_the_page_loads_cleanly_offline_with_its_images_and_math(visit, path):
     assert not re.search(r"\\\(|\\\[|\$\$", page.inner_text("article")), "raw TeX on the page"
 
 
+# Each image of the article: its address, the text of its figure's own caption (None when it is
+# not in a <figure> with a <figcaption>), whether the image is shown (a figure may hold a light
+# and a dark rendering, one of them hidden), and whether the caption is shown.
+IMAGE_CAPTIONS = """images => images.map(image => {
+    const figure = image.closest("figure");
+    const caption = figure && figure.querySelector(":scope > figcaption");
+    return [image.getAttribute("src"), caption && caption.textContent.trim(),
+            image.checkVisibility(), !!caption && caption.checkVisibility()];
+})"""
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_every_chapter_figure_has_a_visible_caption(visit, path):
+    images = visit(path).page.eval_on_selector_all("article img", IMAGE_CAPTIONS)
+    assert images, f"{path}: no figure found"
+    uncaptioned = [source for source, caption, _, _ in images if not caption]
+    assert uncaptioned == [], f"{path}: figures without a caption: {uncaptioned}"
+    hidden = [source for source, _, shown, caption_shown in images if shown and not caption_shown]
+    assert hidden == [], f"{path}: figures shown with their caption hidden: {hidden}"
+
+
 def test_search_finds_softmax(visit):
     page = visit("").page
     page.click("input[data-md-component=search-query]")
