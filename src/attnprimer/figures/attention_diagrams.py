@@ -191,7 +191,8 @@ def plot_signal_model() -> Figure:
         if text.startswith("scaled"):
             attend = current
     arrow(axes, boxes[-1].right, (attend.x, boxes[-1].y), head=False)
-    arrow(axes, (attend.x, boxes[-1].y), attend.top, text="K, V", dx=-0.06, ha="right")
+    arrow(axes, (attend.x, boxes[-1].y), attend.top, text="K, V", dx=-0.06, ha="right",
+          where=0.25)
     query = box(axes, 6.6, 6.45, "query", "learned", shape="(1, D), from 0", width=1.1,
                 height=0.5)
     arrow(axes, query.at("bottom", -0.2), attend.at("top", 0.5), text="Q", dx=0.06)

@@ -8,7 +8,8 @@ one visual vocabulary, the same on every page:
 * an **operation without weights** (a product, a softmax, a sum) is a square box tinted orange;
 * arrows carry tensors from left to right or from bottom to top.
 
-Text, lines and box edges are drawn in the neutral [`INK`][attnprimer.figures.plotting.INK]
+Text, lines and box edges are drawn in the neutral ``INK`` of
+[`plotting`][attnprimer.figures.plotting]
 and fills are palette colours at a low opacity, so a dark rendering that maps the neutral
 colours maps the diagrams too. A canvas is measured in inches: a box 0.5 wide is 0.5 inches
 wide on every diagram, and a 10-point label is the same size everywhere.

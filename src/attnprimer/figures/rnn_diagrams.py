@@ -44,7 +44,7 @@ def plot_encoder_decoder(kind: str) -> Figure:
         raise ValueError(f"kind must be one of {', '.join(_TITLES)}, got {kind!r}")
     figure, axes = canvas(7.3, 4.6)
     label(axes, 0.2, 4.42, _TITLES[kind], fontsize=10, ha="left")
-    frame(axes, 0.2, _TOKENS - 0.25, 2.5, _CELLS + 0.45, "encoder")
+    frame(axes, 0.2, _TOKENS - 0.25, 2.42, _CELLS + 0.45, "encoder")
     frame(axes, 2.6, _TOKENS - 0.45, 7.2, _WRITTEN + 0.3, "decoder")
     legend(axes, 0.3, 0.15, step=2.3)
     encoder = []
@@ -57,8 +57,8 @@ def plot_encoder_decoder(kind: str) -> Figure:
                   dx=0, ha="center")
     bridge = box(axes, _BRIDGE_X, _CELLS, "Linear\n+ tanh", "learned", width=0.62, height=0.5,
                  fontsize=8)
-    arrow(axes, encoder[-1].right, bridge.left, text=f"$h_{len(_INPUT)}$", dx=-0.05, dy=-0.14,
-          ha="center")
+    arrow(axes, encoder[-1].right, bridge.left, text=f"$h_{len(_INPUT)}$", dx=-0.08, dy=0.14,
+          ha="left")
     previous = bridge.right
     cells = []
     for step, (x, written) in enumerate(zip(_DECODER_X, _OUTPUT, strict=True)):
