@@ -13,7 +13,9 @@ import torch
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import (alignment_by_length, first_step_reaching,
                                              forced_attention, largest_weight, state_probes)
+from attnprimer.figures import FIGURES
 from attnprimer.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
+from attnprimer.figures.diagrams import texts
 from attnprimer.site_models import REVERSAL_EXAMPLE, site_seeds
 from attnprimer.train import held_out_generator, predict_one
 
@@ -66,6 +68,29 @@ def test_the_first_output_step_reads_the_last_letter(models):
     trained = models["attention (additive)"][0]
     _, attention = predict_one(trained.model, trained.task.encode(REVERSAL_EXAMPLE))
     assert int(attention["encoder-decoder"][0].argmax()) == len(REVERSAL_EXAMPLE) - 1
+
+
+def _widths(figure, step: int) -> dict[int, float]:
+    """The width of each line drawn into output step ``step``, by encoder state."""
+    widths = {}
+    for patch in figure.axes[0].patches:
+        name = patch.get_label().split()
+        if len(name) == 4 and name[0] == "step" and int(name[1]) == step:
+            widths[int(name[3])] = max(widths.get(int(name[3]), 0.0), patch.get_linewidth())
+    return widths
+
+
+def test_the_alignment_diagram_draws_the_trained_weights(models):
+    # The page's diagram: the widest arrow into each written letter is that step's largest weight.
+    figure = FIGURES["bahdanau/alignment_model"].build()
+    trained = models["attention (additive)"][0]
+    prediction, attention = predict_one(trained.model, trained.task.encode(REVERSAL_EXAMPLE))
+    steps = len(trained.task.decode_output(prediction))
+    weights = attention["encoder-decoder"][:steps, : len(REVERSAL_EXAMPLE)]
+    for step in range(steps):
+        widths = _widths(figure, step)
+        assert max(widths, key=widths.get) == int(weights[step].argmax()), step
+    assert "which writes G" in " ".join(texts(figure))  # panel (a) is output step 1
 
 
 # --- what attention buys: accuracy against length ---------------------------------------------

@@ -419,7 +419,9 @@ def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
     code, _, err = run("figures", "rnn-recap", "qkv/score_table", "--out", str(tmp_path))
     assert code == 0, err
     assert sorted(rendered) == ["qkv/score_table", "rnn-recap/accuracy", "rnn-recap/bottleneck",
-                                "rnn-recap/bottleneck_table", "rnn-recap/length"]
+                                "rnn-recap/bottleneck_table", "rnn-recap/length",
+                                "rnn-recap/peeky_diagram",  # registered from rnn_diagrams.py
+                                "rnn-recap/vanilla_diagram"]
 
 
 # --- paths that cannot be used: exit code 1, one line, checked before training -----------------

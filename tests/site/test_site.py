@@ -107,3 +107,25 @@ def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit,
     assert f'id="{anchor}"' in page.request.get(page.url + address).text()
     assert len(folded) == sum("".join(cell["source"]).startswith("<details>")
                               for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+
+
+DIAGRAM = re.compile(r"_diagram\.svg$|/alignment_model\.svg$")
+
+
+@pytest.mark.parametrize("path", ["chapters/rnn-recap/", "chapters/bahdanau/"])
+def test_the_rnn_chapters_show_three_figures_or_more(visit, path):
+    page = visit(path).page
+    assert page.eval_on_selector_all("article img", "images => images.length") >= 3
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_every_diagram_is_shown_at_its_own_size_at_1280_px(visit, path):
+    # A diagram's 10-point labels stay 10 points only if the column does not shrink it.
+    page = visit(path).page
+    sizes = page.eval_on_selector_all(
+        "article img", "images => images.map(i => [i.currentSrc, i.naturalWidth, i.width])")
+    diagrams = [(source, natural, shown) for source, natural, shown in sizes
+                if DIAGRAM.search(source)]
+    assert diagrams, "every chapter draws the architecture it teaches"
+    for source, natural, shown in diagrams:
+        assert shown >= 0.95 * natural, f"{source} shrunk from {natural} to {shown} px"

@@ -10,6 +10,11 @@
   own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
   models from the catalogue ([`attnprimer.site_models`][attnprimer.site_models]) and results
   from [`attnprimer.analysis`][attnprimer.analysis], then draw or tabulate them.
+* [`diagrams`][attnprimer.figures.diagrams]: the drawing primitives of the architecture
+  diagrams (boxes, arrows, labels, one palette);
+  [`rnn_diagrams`][attnprimer.figures.rnn_diagrams] and
+  [`attention_diagrams`][attnprimer.figures.attention_diagrams] draw the architectures and
+  register each diagram for the chapter that shows it (``recipe(..., chapter=...)``).
 * [`registry`][attnprimer.figures.registry]: the recipes by ``<chapter>/<name>``, and
   [`render_all`][attnprimer.figures.registry.render_all], which writes
   ``<chapter>/<name>.svg`` or ``.md``. The docs build hook and ``attnprimer figures``
@@ -24,6 +29,9 @@ from attnprimer.figures import bahdanau  # isort: skip
 from attnprimer.figures import qkv  # isort: skip
 from attnprimer.figures import self_attention  # isort: skip
 from attnprimer.figures import positional_encoding  # isort: skip
+# The architecture diagrams, registered for the chapters that show them.
+from attnprimer.figures import rnn_diagrams  # isort: skip
+from attnprimer.figures import attention_diagrams  # isort: skip
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,
@@ -38,9 +46,12 @@ from attnprimer.figures.self_attention import plot_difference_profile
 
 CHAPTERS = (rnn_recap, bahdanau, qkv, self_attention, positional_encoding)
 """The chapters' figure modules, in reading order."""
+DIAGRAMS = (rnn_diagrams, attention_diagrams)
+"""The modules of architecture diagrams, whose recipes name the chapter they serve."""
 
 __all__ = [
     "CHAPTERS",
+    "DIAGRAMS",
     "FIGURES",
     "Recipe",
     "draw_attention",

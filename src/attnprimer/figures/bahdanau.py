@@ -21,6 +21,7 @@ from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, alignment_by_length
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
                                          plot_attention, plot_length_generalisation)
 from attnprimer.figures.registry import recipe
+from attnprimer.figures.rnn_diagrams import plot_alignment_model
 from attnprimer.figures.tables import cli_sample, markdown_table
 from attnprimer.report import attention_report
 from attnprimer.site_models import (REVERSAL_BIDIRECTIONAL, REVERSAL_DECODERS, REVERSAL_EXAMPLE,
@@ -98,6 +99,15 @@ def _alignment(name: str) -> Figure:
 @recipe("alignment", "the attention model's alignment on one example (Bahdanau's Figure 3)")
 def alignment() -> Figure:
     return _alignment("attention (additive)")
+
+
+@recipe("alignment_model", "the alignment model, arrows as wide as the trained model's weights")
+def alignment_model() -> Figure:
+    trained, _, prediction, attention = _example()
+    output = trained.task.decode_output(prediction)
+    weights = attention["encoder-decoder"][: len(output), : len(REVERSAL_EXAMPLE)]  # no padding
+    return plot_alignment_model(weights, REVERSAL_EXAMPLE,
+                                [char if char != "." else "end" for char in output], step=1)
 
 
 @recipe("alignment_bidirectional", "the bidirectional attention model's alignment on the example")

@@ -28,7 +28,9 @@ __all__ = [
     "GREEN",
     "GREY",
     "HEATMAP",
+    "INK",
     "ORANGE",
+    "PURPLE",
     "draw_attention",
     "plot_accuracy_curves",
     "plot_attention",
@@ -44,6 +46,8 @@ __all__ = [
 
 # Colours: one per series, colour-blind safe (Okabe-Ito).
 BLUE, ORANGE, GREEN, GREY = "#0072B2", "#E69F00", "#009E73", "#777777"
+PURPLE = "#CC79A7"
+INK = "black"  # the neutral colour of text, lines and box edges (matplotlib's own default)
 HEATMAP = "Blues"
 
 # Everything that makes an SVG differ between two identical runs, pinned.

@@ -6,10 +6,13 @@ its artifacts with [`recipe`][attnprimer.figures.registry.recipe]:
     @recipe("heatmap", "the trained counting model's attention on the primer's example")
     def counting_heatmap() -> Figure: ...
 
-The recipe's chapter is its module's slug, so the artifact above, registered in
-``figures/qkv.py``, is ``qkv/heatmap``: a page embeds ``figures/qkv/heatmap.svg`` or
-includes ``--8<-- "qkv/heatmap.md"`` for Markdown. A recipe returns a ``Figure`` (saved as
-SVG) or Markdown text (saved as ``.md``).
+The recipe's chapter is its module's slug (unless ``chapter=`` names another), so the
+artifact above, registered in ``figures/qkv.py``, is ``qkv/heatmap``: a page embeds
+``figures/qkv/heatmap.svg`` or includes ``--8<-- "qkv/heatmap.md"`` for Markdown. A recipe
+returns a ``Figure`` (saved as SVG) or Markdown text (saved as ``.md``). The architecture
+diagrams, drawn without a trained model, are registered from two modules of their own
+(``figures/rnn_diagrams.py``, ``figures/attention_diagrams.py``), each for the chapter that
+shows it.
 
 [`render_all`][attnprimer.figures.registry.render_all] keeps an artifact that was built by
 the same code: each one is stamped with the fingerprint of its chapter's module and every
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +81,19 @@ def chapter_of(module: str) -> str:
     return module.rpartition(".")[2].replace("_", "-")
 
 
-def recipe(name: str, description: str, *, alone: bool = False
+def recipe(name: str, description: str, *, alone: bool = False, chapter: str | None = None
            ) -> Callable[[Callable[[], Figure | str]], Callable[[], Figure | str]]:
-    """Register the decorated function as the artifact ``name`` of its module's chapter."""
+    """Register the decorated function as the artifact ``name`` of its module's chapter.
+
+    ``chapter`` files it under another chapter's slug instead: a module that is not a
+    chapter's own (the architecture diagrams) serves several chapters that way.
+    """
+    if chapter is not None and not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", chapter):
+        raise ValueError(f"chapter must be a slug like 'rnn-recap', got {chapter!r}")
 
     def register(build: Callable[[], Figure | str]) -> Callable[[], Figure | str]:
-        entry = Recipe(chapter_of(build.__module__), name, build, description, build.__module__,
-                       alone)
+        entry = Recipe(chapter or chapter_of(build.__module__), name, build, description,
+                       build.__module__, alone)
         if entry.key in FIGURES:
             raise ValueError(f"recipe {entry.key!r} is registered twice")
         FIGURES[entry.key] = entry
