@@ -10,6 +10,9 @@
   own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
   models from the catalogue ([`attnprimer.site_models`][attnprimer.site_models]) and results
   from [`attnprimer.analysis`][attnprimer.analysis], then draw or tabulate them.
+* [`home`][attnprimer.figures.home]: the home page's figures, filed as the chapter ``home``
+  (``docs/index.md``).
+* [`theme`][attnprimer.figures.theme]: the dark page's twin of every figure.
 * [`registry`][attnprimer.figures.registry]: the recipes by ``<chapter>/<name>``, and
   [`render_all`][attnprimer.figures.registry.render_all], which writes
   ``<chapter>/<name>.svg`` or ``.md``. The docs build hook and ``attnprimer figures``
@@ -24,6 +27,7 @@ from attnprimer.figures import bahdanau  # isort: skip
 from attnprimer.figures import qkv  # isort: skip
 from attnprimer.figures import self_attention  # isort: skip
 from attnprimer.figures import positional_encoding  # isort: skip
+from attnprimer.figures import home  # isort: skip  (the home page: the chapter ``home``)
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,
