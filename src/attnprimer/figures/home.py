@@ -14,11 +14,12 @@ from matplotlib.figure import Figure
 
 from attnprimer.experiments.qkv import kernel_regression_toy
 from attnprimer.experiments.rnn_recap import decoder_curves
-from attnprimer.figures.plotting import BLUE, GREY, ORANGE, draw_attention, plot_task_attention
+from attnprimer.figures.plotting import BLUE, GREY, ORANGE, draw_attention, weight_colorbar
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.site_models import (COUNTING_EXAMPLE, DIFFERENCE_EXAMPLE, REVERSAL_DECODERS,
                                     REVERSAL_EXAMPLE, site_model)
+from attnprimer.tasks import BLANK
 from attnprimer.train import predict_one
 
 __all__ = ["small_figure"]
@@ -35,7 +36,15 @@ def counting() -> Figure:
     trained = site_model("counting", seed=0).trained()
     tokens = trained.task.encode(COUNTING_EXAMPLE)
     prediction, attention = predict_one(trained.model, tokens)
-    return plot_task_attention(trained.task, tokens, prediction, attention["encoder-decoder"])
+    keys = ["_" if char == BLANK else char for char in COUNTING_EXAMPLE]
+    figure = Figure(figsize=(6.2, 2.5), layout="constrained")  # narrower than the chapter's
+    axes = figure.add_subplot()
+    image = draw_attention(axes, attention["encoder-decoder"], trained.task.step_labels(prediction),
+                           keys)
+    axes.set_xlabel("input letter (_ = blank)")
+    axes.set_ylabel("query: count")
+    weight_colorbar(figure, image, axes)
+    return figure
 
 
 @recipe("map_rnn_recap", "chapter map: exact match against length, vanilla vs attention decoder")
