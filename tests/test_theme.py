@@ -63,6 +63,7 @@ def test_a_colour_with_a_twin_becomes_the_twin_and_alpha_is_kept():
 def test_the_ink_and_every_series_colour_read_on_the_dark_page():
     # WCAG 2: 4.5 for text, 3 for the parts of a graphic one must see (1.4.11).
     assert contrast(DARK_INK, DARK_BACKGROUND) >= 4.5
+    assert contrast(dark_colour(GREY), DARK_BACKGROUND) >= 4.5  # notes are written in GREY
     for colour in SERIES:
         assert contrast(dark_colour(colour), DARK_BACKGROUND) >= 3, colour
 

@@ -43,6 +43,12 @@ Okabe-Ito's blue has a contrast of 3.1 with the dark background; its twin, 5.4, 
 apart from the palette's sky blue (``#56b4e9``).
 """
 
+_GREY_GAMMA = 0.6
+"""Below 1, the greys between black and white turn over to lighter greys than a straight line."""
+
+_WHITE = 0.96
+"""A grey at least this light is a white (a background): it becomes the dark background."""
+
 _NEUTRAL = 0.06
 """A colour whose channels differ by at most this much is a grey (ink, not data)."""
 
@@ -50,10 +56,13 @@ _NEUTRAL = 0.06
 def dark_colour(colour) -> tuple[float, float, float, float]:
     """The colour to draw ``colour`` with on the dark page, as RGBA.
 
-    A grey of lightness ``v`` (0 black, 1 white) becomes the mix ``v`` of the way from
-    [`DARK_INK`][attnprimer.figures.theme.DARK_INK] to
-    [`DARK_BACKGROUND`][attnprimer.figures.theme.DARK_BACKGROUND]; a series colour becomes its
-    twin if it has one; any other colour, and the alpha, are kept.
+    A grey of lightness ``v`` (0 black, 1 white) becomes a mix of
+    [`DARK_BACKGROUND`][attnprimer.figures.theme.DARK_BACKGROUND] and
+    [`DARK_INK`][attnprimer.figures.theme.DARK_INK], ``(1 - v) ** 0.6`` of the way to the
+    ink: black is the ink, white (and near-white) the background, and the greys in between come out a little
+    lighter than a straight turn-over would make them, so that the mid grey the plots write
+    notes in (``#777777``) reads as text on the dark page as it does on the light one. A
+    series colour becomes its twin if it has one; any other colour, and the alpha, are kept.
 
     Examples:
         >>> to_hex(dark_colour("white")), to_hex(dark_colour("black"))
@@ -66,8 +75,9 @@ def dark_colour(colour) -> tuple[float, float, float, float]:
     red, green, blue, alpha = to_rgba(colour)
     if max(red, green, blue) - min(red, green, blue) <= _NEUTRAL:
         lightness = (red + green + blue) / 3
+        darkness = 0.0 if lightness >= _WHITE else (1 - lightness) ** _GREY_GAMMA
         ink, background = np.asarray(to_rgba(DARK_INK)[:3]), np.asarray(to_rgba(DARK_BACKGROUND)[:3])
-        mixed = ink + lightness * (background - ink)
+        mixed = background + darkness * (ink - background)
         return (*(float(channel) for channel in mixed), alpha)
     twin = DARK_TWINS.get(to_hex((red, green, blue)))
     if twin is not None:
