@@ -27,7 +27,7 @@ from attnprimer.figures import bahdanau  # isort: skip
 from attnprimer.figures import qkv  # isort: skip
 from attnprimer.figures import self_attention  # isort: skip
 from attnprimer.figures import positional_encoding  # isort: skip
-from attnprimer.figures import home  # isort: skip  (the home page: the chapter ``home``)
+from attnprimer.figures import home  # noqa: F401  # isort: skip  (the home page, as the chapter "home")
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,

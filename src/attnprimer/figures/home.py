@@ -17,8 +17,13 @@ from attnprimer.experiments.rnn_recap import decoder_curves
 from attnprimer.figures.plotting import BLUE, GREY, ORANGE, draw_attention, weight_colorbar
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
-from attnprimer.site_models import (COUNTING_EXAMPLE, DIFFERENCE_EXAMPLE, REVERSAL_DECODERS,
-                                    REVERSAL_EXAMPLE, site_model)
+from attnprimer.site_models import (
+    COUNTING_EXAMPLE,
+    DIFFERENCE_EXAMPLE,
+    REVERSAL_DECODERS,
+    REVERSAL_EXAMPLE,
+    site_model,
+)
 from attnprimer.tasks import BLANK
 from attnprimer.train import predict_one
 
@@ -95,7 +100,7 @@ def map_qkv() -> Figure:
 @recipe("map_self_attention", "chapter map: the difference model's output steps reading each other")
 def map_self_attention() -> Figure:
     trained = site_model("difference", self_att=True).trained()
-    prediction, attention = predict_one(trained.model, trained.task.encode(DIFFERENCE_EXAMPLE))
+    _, attention = predict_one(trained.model, trained.task.encode(DIFFERENCE_EXAMPLE))
     labels = trained.task.output_labels()
     figure, axes = small_figure()
     draw_attention(axes, attention["self"], labels, labels)
