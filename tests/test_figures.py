@@ -313,7 +313,10 @@ def test_save_figure_follows_the_suffix_and_makes_folders(tmp_path):
 # --- the registry ------------------------------------------------------------------------------
 
 
-CHAPTERS = sorted(path.stem for path in (Path(__file__).parents[1] / "docs" / "chapters").glob("*.md"))
+DOCS = Path(__file__).parents[1] / "docs"
+CHAPTERS = sorted(path.stem for path in (DOCS / "chapters").glob("*.md"))
+PAGES = {"home": DOCS / "index.md", **{slug: DOCS / "chapters" / f"{slug}.md" for slug in CHAPTERS}}
+"""Every page with figures, by the slug its artifacts are filed under (the home page: ``home``)."""
 
 
 def test_registry_keys_are_chapter_slash_name():
@@ -329,8 +332,8 @@ DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attent
 
 def test_every_chapter_has_a_figure_module_named_by_its_slug():
     modules = {entry.module for entry in FIGURES.values()}
-    assert {entry.chapter for entry in FIGURES.values()} == set(CHAPTERS)
-    assert modules == {f"attnprimer.figures.{slug.replace('-', '_')}" for slug in CHAPTERS} | \
+    assert {entry.chapter for entry in FIGURES.values()} == set(PAGES)
+    assert modules == {f"attnprimer.figures.{slug.replace('-', '_')}" for slug in PAGES} | \
         DIAGRAM_MODULES
     for entry in FIGURES.values():  # a chapter module files its recipes under its own slug
         if entry.module not in DIAGRAM_MODULES:
@@ -367,13 +370,15 @@ def test_every_figure_module_stays_short():
 
 
 def test_every_chapter_uses_exactly_its_own_artifacts_and_all_of_them():
-    docs = Path(__file__).parents[1] / "docs" / "chapters"
     used = set()
-    for page in docs.glob("*.md"):
+    for page in PAGES.values():
         text = page.read_text(encoding="utf-8")
         used |= set(re.findall(r"figures/([a-z-]+/[a-z0-9_]+)\.svg", text))
         used |= set(re.findall(r'--8<-- "([a-z-]+/[a-z0-9_]+)\.md"', text))
     assert used == set(FIGURES)
+    home = PAGES["home"].read_text(encoding="utf-8")
+    assert {key.split("/")[0] for key in re.findall(r"figures/([a-z-]+/[a-z0-9_]+)\.svg", home)} \
+        == {"home"}  # the home page shows its own figures (a chapter's would not fit its map)
 
 
 def test_every_recipe_has_a_description():
@@ -407,6 +412,10 @@ def test_render_writes_svg_for_figures_and_md_for_text(tmp_path):
     md = render(text_recipe, tmp_path / "out")
     assert svg == tmp_path / "out" / "qkv" / "attention_test.svg"
     assert b"<svg" in svg.read_bytes()
+    dark = tmp_path / "out" / "qkv" / "attention_test.dark.svg"  # and its dark twin beside it
+    assert b"<svg" in dark.read_bytes() and dark.read_bytes() != svg.read_bytes()
+    assert sorted(path.name for path in (tmp_path / "out" / "qkv").iterdir()) == [
+        "attention_test.dark.svg", "attention_test.svg", "table_test.md"]
     assert md == tmp_path / "out" / "qkv" / "table_test.md"
     assert md.read_text() == "| a |\n|---|\n| 1 |\n"
 
@@ -436,6 +445,26 @@ def test_render_all_keeps_fresh_artifacts_unless_forced(tmp_path, monkeypatch):
     assert len(builds) == 4
 
 
+def test_render_all_returns_a_figure_and_its_dark_twin_and_rebuilds_a_missing_twin(
+        tmp_path, monkeypatch):
+    builds = []
+
+    def build() -> Figure:
+        builds.append(1)
+        return _attention_figure()
+
+    registry = {"qkv/figure_test": Recipe("qkv", "figure_test", build, "a figure",
+                                          "attnprimer.figures.qkv")}
+    monkeypatch.setattr(registry_module, "FIGURES", registry)
+    out = tmp_path / "out"
+    light, dark = out / "qkv" / "figure_test.svg", out / "qkv" / "figure_test.dark.svg"
+    assert render_all(out) == [light, dark]
+    assert render_all(out) == [light, dark] and len(builds) == 1
+    dark.unlink()  # a figure without its twin is not built
+    assert render_all(out) == [light, dark] and len(builds) == 2
+    assert dark.is_file()
+
+
 def test_render_all_refuses_an_unknown_key(tmp_path):
     with pytest.raises(KeyError, match="qkv/no_such_figure"):
         render_all(tmp_path, keys=["qkv/no_such_figure"])
@@ -455,12 +484,13 @@ def test_editing_a_chapter_module_rerenders_that_chapter_only(package_copy, modu
     assert {FIGURES[key].chapter for key in FIGURES if after[key] != before[key]} == {chapter}
 
 
-def test_editing_a_shared_helper_rerenders_every_chapter(package_copy):
+@pytest.mark.parametrize("module, pages", [("tables.py", CHAPTERS), ("theme.py", list(PAGES))])
+def test_editing_a_shared_helper_rerenders_every_page_that_uses_it(package_copy, module, pages):
     before = _stamps()
-    path = package_copy / "figures" / "plotting.py"  # every figure module draws with it
+    path = package_copy / "figures" / module
     path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
     after = _stamps()
-    assert all(after[key] != before[key] for key in FIGURES)
+    assert {FIGURES[key].chapter for key in FIGURES if after[key] != before[key]} == set(pages)
 
 
 def test_model_free_recipe_renders(tmp_path):

@@ -8,6 +8,11 @@ warm rebuild takes seconds). Then:
 * figures (``<chapter>/<name>.svg``) join the site as ``figures/<chapter>/<name>.svg``; a
   chapter embeds one with ``![alt](../figures/<chapter>/<name>.svg)``, and strict link
   validation catches a wrong name;
+* each figure's dark twin (``<name>.dark.svg``, the same drawing recoloured for the dark page)
+  joins it, and every page's ``<img>`` of a figure becomes two: the figure, shown in the light
+  scheme only, and its twin, shown in the dark scheme only (Material hides an image whose
+  address ends in ``#only-light`` on the dark page, ``#only-dark`` on the light one). Pages
+  write one image; the alt text, the attributes and the ``<figure>`` around it stay;
 * tables and text samples (``<chapter>/<name>.md``) are included by a chapter with
   ``--8<-- "<chapter>/<name>.md"`` (that folder is a snippets base path, with
   ``check_paths: true``).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -31,9 +37,11 @@ matplotlib.use("Agg")  # select the backend in code: the environment may say oth
 
 from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
+from mkdocs.structure.pages import Page  # noqa: E402
 
 from attnprimer.cache import train_missing  # noqa: E402
 from attnprimer.figures import render_all  # noqa: E402
+from attnprimer.figures.registry import dark_twin  # noqa: E402
 from attnprimer.site_models import SITE_MODELS, SiteModel  # noqa: E402
 
 GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
@@ -59,3 +67,21 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     log.info("figures: %d artifacts ready in %.1f s (%s)", len(paths),
              time.perf_counter() - started, out_dir)
     return files
+
+
+FIGURE_IMAGE = re.compile(
+    r'<img\b(?P<before>[^>]*?)\bsrc="(?P<src>(?:\.\./)*' + SITE_FOLDER +
+    r'/[a-z0-9-]+/[a-z0-9_]+\.svg)"(?P<after>[^>]*)>')
+"""An ``<img>`` of a figure of the registry, as Markdown renders ``![alt](figures/...svg)``."""
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    return FIGURE_IMAGE.sub(_light_and_dark, html)
+
+
+def _light_and_dark(match: re.Match) -> str:
+    """One figure's ``<img>`` as two, each shown in one colour scheme only."""
+    before, source, after = match["before"], match["src"], match["after"]
+    dark = dark_twin(source).as_posix()
+    return (f'<img{before}src="{source}#only-light"{after}>'
+            f'<img{before}src="{dark}#only-dark"{after}>')

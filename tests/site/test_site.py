@@ -115,17 +115,105 @@ DIAGRAM = re.compile(r"_diagram\.svg$|/alignment_model\.svg$")
 @pytest.mark.parametrize("path", ["chapters/rnn-recap/", "chapters/bahdanau/"])
 def test_the_rnn_chapters_show_three_figures_or_more(visit, path):
     page = visit(path).page
-    assert page.eval_on_selector_all("article img", "images => images.length") >= 3
+    # Each figure holds a light and a dark image, one of them hidden: count the figures.
+    assert page.eval_on_selector_all("article figure", "figures => figures.length") >= 3
 
 
 @pytest.mark.parametrize("path", CHAPTERS)
 def test_every_diagram_is_shown_at_its_own_size_at_1280_px(visit, path):
     # A diagram's 10-point labels stay 10 points only if the column does not shrink it.
     page = visit(path).page
-    sizes = page.eval_on_selector_all(
-        "article img", "images => images.map(i => [i.currentSrc, i.naturalWidth, i.width])")
+    sizes = page.eval_on_selector_all(  # the image of the scheme shown (the other is hidden)
+        "article img", "images => images.filter(i => getComputedStyle(i).display !== 'none')"
+        ".map(i => [i.currentSrc, i.naturalWidth, i.width])")
     diagrams = [(source, natural, shown) for source, natural, shown in sizes
                 if DIAGRAM.search(source)]
     assert diagrams, "every chapter draws the architecture it teaches"
     for source, natural, shown in diagrams:
         assert shown >= 0.95 * natural, f"{source} shrunk from {natural} to {shown} px"
+# --- figures follow the colour scheme; the home page -------------------------------------------
+
+SCHEMES = {"light": ("default", ".svg#only-light"), "dark": ("slate", ".dark.svg#only-dark")}
+"""The reader's preference -> Material's scheme, and how the address of a figure shown in it ends."""
+
+SHOWN_FIGURES = """images => images.map(image => [
+    image.getAttribute('src'), getComputedStyle(image).display !== 'none',
+    image.complete && image.naturalWidth > 0, image.alt,
+    [...image.parentElement.children].indexOf(image), image.closest('figure') !== null])"""
+
+
+def figure_images(page) -> list[list]:
+    """Every figure image of the page's article: src, shown, loaded, alt, place, in <figure>."""
+    return page.eval_on_selector_all("article img[src*='figures/']", SHOWN_FIGURES)
+
+
+def assert_figures_shown_in(page, scheme: str) -> None:
+    images = figure_images(page)
+    assert images, "no figures"
+    shown = [image for image in images if image[1]]
+    assert len(shown) * 2 == len(images), "each figure shows exactly one of its two images"
+    for source, _, loaded, alt, _, _ in shown:
+        assert source.endswith(SCHEMES[scheme][1]), (scheme, source)
+        assert loaded, f"{source} did not load"
+        assert alt.strip(), f"{source} has no alt text"
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+@pytest.mark.parametrize("path", ["", *CHAPTERS])
+def test_figures_follow_the_readers_colour_scheme(browser, base_url, path, scheme):
+    # The palette's first option is "automatic": the scheme follows prefers-color-scheme.
+    page = browser.new_page(color_scheme=scheme)
+    try:
+        page.goto(base_url + path, wait_until="networkidle")
+        assert page.get_attribute("body", "data-md-color-scheme") == SCHEMES[scheme][0]
+        assert_figures_shown_in(page, scheme)
+        # The two images of a figure are siblings: a caption after them stays the figure's.
+        pairs = {}
+        for source, _, _, _, place, in_figure in figure_images(page):
+            base = source.split("#")[0].removesuffix(".svg").removesuffix(".dark")
+            pairs.setdefault(base, []).append((place, in_figure))
+        for base, places in pairs.items():
+            assert len(places) == 2 and abs(places[0][0] - places[1][0]) == 1, base
+            assert places[0][1] == places[1][1], base
+    finally:
+        page.close()
+
+
+def test_switching_the_scheme_switches_the_figures(browser, base_url):
+    page = browser.new_page(color_scheme="light")
+    try:
+        page.goto(base_url + "chapters/qkv/", wait_until="networkidle")
+        assert_figures_shown_in(page, "light")
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        assert_figures_shown_in(page, "dark")
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_home_page_shows_a_model_and_a_map_of_the_chapters(browser, base_url, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(base_url, wait_until="networkidle")
+        hero = page.eval_on_selector_all(
+            "article > figure", "figures => figures.map(f => f.querySelector('figcaption')?.innerText)")
+        assert hero and hero[0].strip(), "the first figure has no caption"
+        cards = page.eval_on_selector_all(".chapter-map figure", """figures => figures.map(f => {
+            const image = [...f.querySelectorAll('img')].find(i => getComputedStyle(i).display !== 'none');
+            const caption = f.querySelector('figcaption').getBoundingClientRect();
+            const box = image.getBoundingClientRect();
+            return [f.querySelector('figcaption a').getAttribute('href'), image.naturalWidth > 0,
+                    box.right <= caption.left + 1, box.bottom <= caption.top + 1];
+        })""")
+        assert [href for href, *_ in cards] == [f"{chapter}" for chapter in CHAPTERS_IN_ORDER]
+        for href, loaded, beside, above in cards:
+            assert loaded, href
+            assert beside if width >= 1000 else above, (href, width)  # a row, or stacked
+        overflow = page.evaluate("document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+    finally:
+        page.close()
+
+
+CHAPTERS_IN_ORDER = ["chapters/rnn-recap/", "chapters/bahdanau/", "chapters/qkv/",
+                     "chapters/self-attention/", "chapters/positional-encoding/"]

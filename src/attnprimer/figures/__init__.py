@@ -15,6 +15,9 @@
   [`rnn_diagrams`][attnprimer.figures.rnn_diagrams] and
   [`attention_diagrams`][attnprimer.figures.attention_diagrams] draw the architectures and
   register each diagram for the chapter that shows it (``recipe(..., chapter=...)``).
+* [`home`][attnprimer.figures.home]: the home page's figures, filed as the chapter ``home``
+  (``docs/index.md``).
+* [`theme`][attnprimer.figures.theme]: the dark page's twin of every figure.
 * [`registry`][attnprimer.figures.registry]: the recipes by ``<chapter>/<name>``, and
   [`render_all`][attnprimer.figures.registry.render_all], which writes
   ``<chapter>/<name>.svg`` or ``.md``. The docs build hook and ``attnprimer figures``
@@ -32,6 +35,7 @@ from attnprimer.figures import positional_encoding  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip
+from attnprimer.figures import home  # noqa: F401  # isort: skip  (the home page, as the chapter "home")
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,

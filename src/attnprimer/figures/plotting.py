@@ -332,10 +332,11 @@ def plot_lengths(curves: dict[str, list[list[float]]], lengths: Iterable[int],
     return figure
 
 
-def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
+def save_figure(figure: Figure, path: str | os.PathLike, *, background: str = "white") -> Path:
     """Save ``figure`` reproducibly (no timestamps, fixed SVG ids); the format follows the suffix.
 
     The file is written atomically: an interrupted save leaves the old file, or none.
+    ``background`` fills the figure's area (the dark twin of a figure passes the dark page's).
 
     Examples:
         >>> import tempfile
@@ -350,7 +351,7 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> Path:
     metadata = {"Date": None} if path.suffix in {".svg", ".pdf"} else {}
     with rc_context(_STYLE):
         write_atomically(path, lambda file: figure.savefig(
-            file, format=path.suffix.lstrip(".") or None, metadata=metadata, facecolor="white"),
+            file, format=path.suffix.lstrip(".") or None, metadata=metadata, facecolor=background),
             mode=0o644)
     return path
 

@@ -34,10 +34,11 @@ from matplotlib.figure import Figure
 from attnprimer.cache import fingerprint
 from attnprimer.checkpoints import write_atomically
 from attnprimer.figures.plotting import save_figure
+from attnprimer.figures.theme import DARK_BACKGROUND, to_dark
 from attnprimer.train import single_thread
 from attnprimer.workers import run_in_processes
 
-__all__ = ["FIGURES", "Recipe", "recipe", "render", "render_all"]
+__all__ = ["FIGURES", "Recipe", "dark_twin", "recipe", "render", "render_all"]
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,30 @@ def recipe(name: str, description: str, *, alone: bool = False, chapter: str | N
     return register
 
 
+def dark_twin(path: str | os.PathLike) -> Path:
+    """Where the dark page's rendering of the figure at ``path`` is: ``<name>.dark.svg``.
+
+    Examples:
+        >>> dark_twin("qkv/heatmap.svg").as_posix()
+        'qkv/heatmap.dark.svg'
+    """
+    path = Path(path)
+    return path.with_name(f"{path.stem}.dark{path.suffix}")
+
+
 def render(entry: Recipe, out_dir: str | os.PathLike) -> Path:
-    """Build one recipe and write it to ``out_dir/<chapter>/<name>.svg`` (or ``.md``)."""
+    """Build one recipe and write it to ``out_dir/<chapter>/<name>.svg`` (or ``.md``).
+
+    A figure is built once and saved twice: as drawn, and recoloured for the dark page
+    ([`to_dark`][attnprimer.figures.theme.to_dark]) beside it, as
+    [`dark_twin`][attnprimer.figures.registry.dark_twin] names it.
+    """
     folder = Path(out_dir) / entry.chapter
     result = entry.build()
     if isinstance(result, Figure):
-        return save_figure(result, folder / f"{entry.name}.svg")
+        light = save_figure(result, folder / f"{entry.name}.svg")
+        save_figure(to_dark(result), dark_twin(light), background=DARK_BACKGROUND)
+        return light
     path = folder / f"{entry.name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, lambda file: file.write(result.encode("utf-8")), mode=0o644)
@@ -118,7 +137,8 @@ def render_all(
     out_dir: str | os.PathLike, keys: Iterable[str] | None = None, *, force: bool = False,
     workers: int = 1,
 ) -> list[Path]:
-    """Render recipes (all by default) into ``out_dir``; returns the files written or kept.
+    """Render recipes (all by default) into ``out_dir``; returns the files written or kept
+    (a figure's two: ``<name>.svg`` and its dark twin).
 
     Unless ``force``, an artifact built by the same code (its chapter module and what that
     imports, docstrings and comments aside) is kept as it is: a warm docs build is fast.
@@ -131,7 +151,7 @@ def render_all(
         >>> folder = Path(tempfile.mkdtemp())
         >>> [path.relative_to(folder).as_posix()
         ...  for path in render_all(folder, keys=["qkv/score_functions"])]
-        ['qkv/score_functions.svg']
+        ['qkv/score_functions.svg', 'qkv/score_functions.dark.svg']
     """
     out_dir = Path(out_dir)
     keys = list(FIGURES) if keys is None else list(keys)
@@ -142,7 +162,10 @@ def render_all(
     done: dict[str, list[Path]] = {}
     stale = []
     for key in keys:
-        built = [path for path in (out_dir / f"{key}.svg", out_dir / f"{key}.md") if path.is_file()]
+        built = [path for path in (out_dir / f"{key}.svg", dark_twin(out_dir / f"{key}.svg"),
+                                   out_dir / f"{key}.md") if path.is_file()]
+        if built and built[0].suffix == ".svg" and len(built) < 2:
+            built = []  # a figure without its dark twin is not built
         stamp = _stamp(out_dir, FIGURES[key])
         current = codes[FIGURES[key].module]
         if not force and built and stamp.is_file() and stamp.read_text() == current:
@@ -163,7 +186,7 @@ def render_all(
         rendered += [_render_keys((out_dir, job)) for job in jobs]
     for job, paths in zip([alone, *jobs], rendered, strict=True):
         for key, path in zip(job, paths, strict=True):
-            done[key] = [path]
+            done[key] = [path, dark_twin(path)] if path.suffix == ".svg" else [path]
             stamp = _stamp(out_dir, FIGURES[key])
             stamp.parent.mkdir(parents=True, exist_ok=True)
             stamp.write_text(codes[FIGURES[key].module])

@@ -1,0 +1,121 @@
+"""Figures of the home page (``docs/index.md``): the idea at a glance, and the chapter map.
+
+The home page is addressed as the chapter ``home``: its artifacts are ``home/<name>.svg``.
+One figure from a trained model (the counting model's attention on the primer's example),
+and one small figure per chapter, drawn from what that chapter already computed (cached
+models and results; nothing here trains or measures anything new). The small figures are
+drawn for a column a third of the page wide: few ticks, short labels, no colorbars.
+"""
+
+from __future__ import annotations
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from attnprimer.experiments.qkv import kernel_regression_toy
+from attnprimer.experiments.rnn_recap import decoder_curves
+from attnprimer.figures.plotting import BLUE, GREY, ORANGE, draw_attention, weight_colorbar
+from attnprimer.figures.registry import recipe
+from attnprimer.positional import sinusoidal_encoding
+from attnprimer.site_models import (
+    COUNTING_EXAMPLE,
+    DIFFERENCE_EXAMPLE,
+    REVERSAL_DECODERS,
+    REVERSAL_EXAMPLE,
+    site_model,
+)
+from attnprimer.tasks import BLANK
+from attnprimer.train import predict_one
+
+__all__ = ["small_figure"]
+
+
+def small_figure() -> tuple[Figure, Axes]:
+    """A figure for the chapter map (3.2 x 2.4 inches, one plotting area), and its axes."""
+    figure = Figure(figsize=(3.2, 2.4), layout="constrained")
+    return figure, figure.add_subplot()
+
+
+@recipe("counting", "the trained counting model's attention on the primer's example")
+def counting() -> Figure:
+    trained = site_model("counting", seed=0).trained()
+    tokens = trained.task.encode(COUNTING_EXAMPLE)
+    prediction, attention = predict_one(trained.model, tokens)
+    keys = ["_" if char == BLANK else char for char in COUNTING_EXAMPLE]
+    figure = Figure(figsize=(6.2, 2.5), layout="constrained")  # narrower than the chapter's
+    axes = figure.add_subplot()
+    image = draw_attention(axes, attention["encoder-decoder"], trained.task.step_labels(prediction),
+                           keys)
+    axes.set_xlabel("input letter (_ = blank)")
+    axes.set_ylabel("query: count")
+    weight_colorbar(figure, image, axes)
+    return figure
+
+
+@recipe("map_rnn_recap", "chapter map: exact match against length, vanilla vs attention decoder")
+def map_rnn_recap() -> Figure:
+    curves = decoder_curves()
+    longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
+    figure, axes = small_figure()
+    for label, colour in (("vanilla", GREY), ("attention (additive)", ORANGE)):
+        runs = curves.array(label)  # (seeds, lengths)
+        axes.fill_between(curves.lengths, runs.min(0), runs.max(0), color=colour, alpha=0.25, lw=0)
+        axes.plot(curves.lengths, runs.mean(0), color=colour, lw=1.6,
+                  label=label.replace(" (additive)", ""))
+    axes.axvline(longest, color=GREY, ls="--", lw=0.8)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("letters to reverse")
+    axes.set_ylabel("exact match")
+    axes.legend(fontsize=8, loc="lower left")
+    return figure
+
+
+@recipe("map_bahdanau", "chapter map: the additive attention model's alignment on the example")
+def map_bahdanau() -> Figure:
+    trained = site_model("reversal", **REVERSAL_DECODERS["attention (additive)"]).trained()
+    prediction, attention = predict_one(trained.model, trained.task.encode(REVERSAL_EXAMPLE))
+    output = trained.task.decode_output(prediction).rstrip(".")
+    weights = attention["encoder-decoder"][: len(output), : len(REVERSAL_EXAMPLE)]
+    figure, axes = small_figure()
+    draw_attention(axes, weights, list(output), list(REVERSAL_EXAMPLE), annotate=False)
+    axes.tick_params(labelsize=8, length=0)
+    axes.set_xlabel("input letter")
+    axes.set_ylabel("output letter")
+    return figure
+
+
+@recipe("map_qkv", "chapter map: attention pooling as kernel regression, one width")
+def map_qkv() -> Figure:
+    toy = kernel_regression_toy(widths=(0.2,), samples=40, points=120)
+    figure, axes = small_figure()
+    axes.scatter(toy.x.numpy(), toy.y.numpy(), s=8, color=GREY, label="keys, values")
+    axes.plot(toy.grid.numpy(), toy.estimates[0].numpy(), color=BLUE, lw=1.8,
+              label="attention output")
+    axes.set_xlabel("query")
+    axes.set_ylabel("value")
+    axes.legend(fontsize=8, loc="upper left")
+    return figure
+
+
+@recipe("map_self_attention", "chapter map: the difference model's output steps reading each other")
+def map_self_attention() -> Figure:
+    trained = site_model("difference", self_att=True).trained()
+    _, attention = predict_one(trained.model, trained.task.encode(DIFFERENCE_EXAMPLE))
+    labels = trained.task.output_labels()
+    figure, axes = small_figure()
+    draw_attention(axes, attention["self"], labels, labels)
+    axes.tick_params(labelsize=8, length=0)
+    axes.set_xlabel("output step read")
+    axes.set_ylabel("output step")
+    return figure
+
+
+@recipe("map_positional_encoding", "chapter map: the sinusoidal encoding, position by dimension")
+def map_positional_encoding() -> Figure:
+    encoding = sinusoidal_encoding(48, 48)  # (L, D)
+    figure, axes = small_figure()
+    axes.imshow(encoding.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    axes.set_xlabel("dimension")
+    axes.set_ylabel("position")
+    return figure
+
