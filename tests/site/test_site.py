@@ -109,7 +109,7 @@ def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit,
                               for cell in notebook["cells"] if cell["cell_type"] == "markdown")
 
 
-DIAGRAM = re.compile(r"_diagram\.svg$|/alignment_model\.svg$")
+DIAGRAM = re.compile(r"(_diagram|/alignment_model)(\.dark)?\.svg(#only-(light|dark))?$")
 
 
 @pytest.mark.parametrize("path", ["chapters/rnn-recap/", "chapters/bahdanau/"])
@@ -131,6 +131,8 @@ def test_every_diagram_is_shown_at_its_own_size_at_1280_px(visit, path):
     assert diagrams, "every chapter draws the architecture it teaches"
     for source, natural, shown in diagrams:
         assert shown >= 0.95 * natural, f"{source} shrunk from {natural} to {shown} px"
+
+
 # --- figures follow the colour scheme; the home page -------------------------------------------
 
 SCHEMES = {"light": ("default", ".svg#only-light"), "dark": ("slate", ".dark.svg#only-dark")}
