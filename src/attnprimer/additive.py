@@ -22,7 +22,7 @@ from torch import nn
 
 from attnprimer.attention import attend
 
-__all__ = ["AdditiveAttention", "AdditiveScore", "additive_scores"]
+__all__ = ["AdditiveAttention", "AdditiveScore", "additive_attention_by_hand", "additive_scores"]
 
 
 # --8<-- [start:additive_scores]
@@ -79,6 +79,42 @@ class AdditiveScore(nn.Module):
     def forward(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """(..., L, Dq), (..., S, Dk) -> scores (..., L, S)."""
         return additive_scores(query, key, self.query_proj.weight, self.key_proj.weight, self.v)
+
+
+# --8<-- [start:additive_by_hand]
+def additive_attention_by_hand(
+    score: AdditiveScore, state: torch.Tensor, memory: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bahdanau's equations as written, for one decoder state: one encoder state at a time.
+
+    What [`AdditiveAttention`][attnprimer.additive.AdditiveAttention] computes for all pairs
+    at once, spelt out with a loop so that each line is one equation of the paper.
+
+    Args:
+        score: the alignment model, whose weights W_q (A, D), W_k (A, H) and v (A,) are used.
+        state: (D,) the decoder's previous state s, the query.
+        memory: (S, H) the encoder's states h_1 ... h_S, the keys and values.
+
+    Returns:
+        ``(context, weights)``: (H,) and (S,).
+
+    Examples:
+        >>> score = AdditiveScore(query_dim=3, key_dim=4, hidden_dim=5)
+        >>> context, weights = additive_attention_by_hand(score, torch.randn(3), torch.randn(6, 4))
+        >>> context.shape, weights.shape, bool(torch.isclose(weights.sum(), torch.tensor(1.0)))
+        (torch.Size([4]), torch.Size([6]), True)
+    """
+    if state.dim() != 1 or memory.dim() != 2:
+        raise ValueError(f"expected state (D,) and memory (S, H), got state "
+                         f"{tuple(state.shape)} and memory {tuple(memory.shape)}")
+    # The alignment model's weights: W_q (A, D), W_k (A, H) and v (A,)
+    W_q, W_k, v = score.query_proj.weight, score.key_proj.weight, score.v
+    # e_j = v^T tanh(W_q s + W_k h_j), one score per encoder state: (S,)
+    scores = torch.stack([v @ torch.tanh(W_q @ state + W_k @ h) for h in memory])
+    weights = torch.exp(scores) / torch.exp(scores).sum()  # the softmax: (S,)
+    context = (weights[:, None] * memory).sum(dim=0)  # sum_j weight_j h_j: (H,)
+    return context, weights
+# --8<-- [end:additive_by_hand]
 
 
 class AdditiveAttention(nn.Module):

@@ -81,6 +81,10 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """One GRU step at a time; what it reads from the encoder depends on ``kind``.
 
+    Every step is fed the previous output token and what it *reads* from the encoder:
+    nothing (vanilla), the encoder's final state (peeky), or a context vector made for
+    this step by attention over all the encoder's states.
+
     Args:
         num_outputs: C, the output tokens (the decoder also embeds a start token, number C).
         embed_dim: E.
@@ -89,23 +93,27 @@ class Decoder(nn.Module):
         score: for attention, ``"additive"`` (Bahdanau), ``"dot"`` or ``"general"`` (Luong).
     """
 
-    def __init__(self, num_outputs: int, embed_dim: int, memory_dim: int, kind: str = "attention",
-                 score: str = "additive") -> None:
+    def __init__(self, num_outputs: int, embed_dim: int, memory_dim: int,
+                 kind: str = "attention", score: str = "additive") -> None:
         super().__init__()
         if kind not in DECODERS:
             raise ValueError(f"kind must be one of {', '.join(DECODERS)}, got {kind!r}")
         if score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-        self.kind, self.start = kind, num_outputs
+        self.kind, self.score_name, self.start = kind, score, num_outputs
         self.embed = nn.Embedding(num_outputs + 1, embed_dim)  # + the start token
-        self.bridge = nn.Linear(memory_dim, memory_dim)  # encoder final state -> first state
-        reads = 0 if kind == "vanilla" else memory_dim  # size of what each step reads
+        # The encoder's final state, mapped to the decoder's first state:
+        self.bridge = nn.Linear(memory_dim, memory_dim)
+        # What each step reads: nothing (vanilla) or a vector of size H.
+        reads = 0 if kind == "vanilla" else memory_dim
         self.cell = nn.GRUCell(embed_dim + reads, memory_dim)
         self.out = nn.Linear(memory_dim + reads, num_outputs)
-        self.score = {"additive": lambda: AdditiveScore(memory_dim, memory_dim, memory_dim),
-                      "general": lambda: GeneralScore(memory_dim, memory_dim),
-                      "dot": lambda: None}[score]() if kind == "attention" else None
-        self.score_name = score
+        # The weights of the score function (the dot score s . h has none):
+        self.score = None
+        if kind == "attention" and score == "additive":
+            self.score = AdditiveScore(memory_dim, memory_dim, memory_dim)  # W_q, W_k, v
+        elif kind == "attention" and score == "general":
+            self.score = GeneralScore(memory_dim, memory_dim)  # W
 
     def initial_state(self, final: torch.Tensor) -> torch.Tensor:
         """The first decoder state (B, D) from the encoder's final state (B, H)."""
@@ -118,8 +126,8 @@ class Decoder(nn.Module):
         (B, S, A): it does not change from one output step to the next.
         """
         if self.kind == "attention" and self.score_name == "additive":
-            return self.score.key_proj(memory)  # (B, S, H) -> (B, S, A)
-        return memory
+            return self.score.key_proj(memory)  # W_k h: (B, S, H) -> (B, S, A)
+        return memory  # (B, S, H)
 
     def step(
         self,
@@ -149,18 +157,22 @@ class Decoder(nn.Module):
         elif self.kind == "peeky":
             read = final  # the same summary at every step: (B, H)
         else:
-            keys = self.keys(memory) if keys is None else keys
-            scores = self._scores(state[:, None, :], keys)  # the previous state asks: (B, 1, S)
+            if keys is None:
+                keys = self.keys(memory)
+            # The previous state asks, every encoder state answers: (B, 1, S)
+            scores = self.align(state[:, None, :], keys)
             context, weights = attend(scores, memory, mask)  # (B, 1, H), (B, 1, S)
             read, weights = context[:, 0], weights[:, 0]  # (B, H), (B, S)
-        state = self.cell(torch.cat([self.embed(token), read], dim=-1), state)  # (B, D)
-        logits = self.out(torch.cat([state, read], dim=-1))  # (B, C)
+        inputs = torch.cat([self.embed(token), read], dim=-1)  # (B, E + H)
+        state = self.cell(inputs, state)  # (B, D)
+        logits = self.out(torch.cat([state, read], dim=-1))  # (B, D + H) -> (B, C)
         return logits, state, weights
 
-    def _scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """query (B, 1, D), keys from ``self.keys`` -> scores (B, 1, S)."""
-        if self.score_name == "additive":  # v^T tanh(W_q s + W_k h), W_k h precomputed
-            hidden = torch.tanh(self.score.query_proj(query) + keys)  # (B, 1, A) + (B, S, A)
+    def align(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Bahdanau's alignment scores: query (B, 1, D), ``self.keys(memory)`` -> (B, 1, S)."""
+        if self.score_name == "additive":  # v^T tanh(W_q s + W_k h)
+            projected = self.score.query_proj(query)  # W_q s: (B, 1, A)
+            hidden = torch.tanh(projected + keys)  # (B, 1, A) + (B, S, A) -> (B, S, A)
             return (hidden @ self.score.v)[:, None, :]  # (B, S) -> (B, 1, S)
         if self.score_name == "general":
             return self.score(query, keys)  # s^T W h
