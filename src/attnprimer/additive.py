@@ -52,15 +52,19 @@ def additive_scores(
         tensor([[1.5232, 1.5232, 1.5232]])
     """
     _check_additive_shapes(query, key, query_weight, key_weight, v)
-    projected_query = query @ query_weight.T  # (..., L, Dq) x (Dq, A) -> (..., L, A)
-    projected_key = key @ key_weight.T  # (..., S, Dk) x (Dk, A) -> (..., S, A)
+    # (..., L, Dq) x (Dq, A) -> (..., L, A)
+    projected_query = query @ query_weight.T
+    # (..., S, Dk) x (Dk, A) -> (..., S, A)
+    projected_key = key @ key_weight.T
     # Add every query to every key by broadcasting:
     # (..., L, 1, A) + (..., 1, S, A) -> (..., L, S, A)
-    hidden = torch.tanh(projected_query.unsqueeze(-2) + projected_key.unsqueeze(-3))
+    hidden = torch.tanh(projected_query.unsqueeze(-2)
+                        + projected_key.unsqueeze(-3))
     return hidden @ v  # (..., L, S, A) x (A,) -> (..., L, S)
 # --8<-- [end:additive_scores]
 
 
+# --8<-- [start:additive_score]
 class AdditiveScore(nn.Module):
     """The alignment model as a module: learned W_q (A, Dq), W_k (A, Dk) and v (A,).
 
@@ -70,15 +74,22 @@ class AdditiveScore(nn.Module):
         torch.Size([2, 3, 5])
     """
 
-    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
+    def __init__(self, query_dim: int, key_dim: int,
+                 hidden_dim: int) -> None:
         super().__init__()
+        # W_q (A, Dq) and W_k (A, Dk): linear maps without bias
         self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
-        self.v = nn.Parameter(torch.empty(hidden_dim).uniform_(-1, 1) / hidden_dim**0.5)
+        # v (A,), drawn like a linear layer's weights
+        self.v = nn.Parameter(
+            torch.empty(hidden_dim).uniform_(-1, 1) / hidden_dim**0.5)
 
-    def forward(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    def forward(self, query: torch.Tensor,
+                key: torch.Tensor) -> torch.Tensor:
         """(..., L, Dq), (..., S, Dk) -> scores (..., L, S)."""
-        return additive_scores(query, key, self.query_proj.weight, self.key_proj.weight, self.v)
+        return additive_scores(query, key, self.query_proj.weight,
+                               self.key_proj.weight, self.v)
+# --8<-- [end:additive_score]
 
 
 # --8<-- [start:additive_by_hand]
@@ -110,9 +121,12 @@ def additive_attention_by_hand(
     # The alignment model's weights: W_q (A, D), W_k (A, H) and v (A,)
     W_q, W_k, v = score.query_proj.weight, score.key_proj.weight, score.v
     # e_j = v^T tanh(W_q s + W_k h_j), one score per encoder state: (S,)
-    scores = torch.stack([v @ torch.tanh(W_q @ state + W_k @ h) for h in memory])
-    weights = torch.exp(scores) / torch.exp(scores).sum()  # the softmax: (S,)
-    context = (weights[:, None] * memory).sum(dim=0)  # sum_j weight_j h_j: (H,)
+    scores = torch.stack(
+        [v @ torch.tanh(W_q @ state + W_k @ h) for h in memory])
+    # The softmax, a_j = exp(e_j) / sum_k exp(e_k): (S,)
+    weights = torch.exp(scores) / torch.exp(scores).sum()
+    # The context, sum_j a_j h_j: (H,)
+    context = (weights[:, None] * memory).sum(dim=0)
     return context, weights
 # --8<-- [end:additive_by_hand]
 

@@ -19,7 +19,9 @@ __all__ = ["attend", "masked_softmax"]
 
 
 # --8<-- [start:attend]
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last dimension (the keys), ignoring masked keys.
 
     Masked keys get a weight of exactly zero. A row whose keys are all masked
@@ -53,7 +55,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
 
 
 def attend(
-    scores: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None
+    scores: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights from scores, then the weighted average of the values.
 
