@@ -133,6 +133,8 @@ class Decoder(nn.Module):
         For the additive score that is ``W_k h`` for every encoder state h
         (B, S, A): it does not change from one output step to the next.
         """
+        # What every step's scores compare its state with, once per input:
+        # W_k h does not change from one output step to the next.
         if self.kind == "attention" and self.score_name == "additive":
             return self.score.key_proj(memory)  # W_k h: (B, S, A)
         return memory  # (B, S, H)
@@ -159,6 +161,7 @@ class Decoder(nn.Module):
         Returns:
             logits (B, C), the new state (B, D), and the attention weights (B, S) or None.
         """
+        # What this step reads from the encoder:
         weights = None
         if self.kind == "vanilla":
             read = memory.new_zeros(state.shape[0], 0)  # nothing: (B, 0)

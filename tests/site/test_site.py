@@ -86,3 +86,41 @@ def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit,
     assert f'id="{anchor}"' in page.request.get(page.url + address).text()
     assert len(folded) == sum("".join(cell["source"]).startswith("<details>")
                               for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+
+
+# --- chapter code: the teaching lines, within the column ---------------------------------------
+
+_WIDE_LINES = """blocks => blocks.flatMap(code => {
+    if (code.scrollWidth <= code.clientWidth) return [];
+    const box = code.getBoundingClientRect();
+    const limit = box.left + code.clientWidth - parseFloat(getComputedStyle(code).paddingRight);
+    const lines = [...code.querySelectorAll(':scope > span[id^="__span"]')];
+    const wide = lines.find(line => line.getBoundingClientRect().right > limit + 0.5);
+    return [(wide || code).innerText.split('\\n')[0]];
+})"""
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_no_chapter_code_block_scrolls_sideways_at_1280_px(visit, path):
+    page = visit(path).page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert page.eval_on_selector_all("article pre > code", "blocks => blocks.length") > 0
+    wide = page.eval_on_selector_all("article pre > code", _WIDE_LINES)
+    assert wide == [], f"{path}: {len(wide)} code blocks scroll sideways; the first: {wide[0]!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_chapter_code_shows_no_docstring_and_links_to_the_reference(visit, path):
+    page = visit(path).page
+    code = page.eval_on_selector_all("article pre > code", "blocks => blocks.map(b => b.innerText)")
+    for text in code:
+        assert "][attnprimer." not in text, f"raw cross-reference syntax in code on {path}"
+        assert '"""' not in text and ">>>" not in text, f"a docstring in code on {path}"
+    # Every block from the package is followed by the link to its API reference.
+    links = page.eval_on_selector_all(
+        "article .highlight:has(> .filename)",
+        """blocks => blocks.filter(b => b.querySelector('.filename').innerText.startsWith('src/'))
+            .map(b => { const next = b.nextElementSibling;
+                        return next && next.matches('p.code-reference')
+                            ? [...next.querySelectorAll('a[href*="reference/"]')].length : 0; })""")
+    assert links and all(count > 0 for count in links), f"{path}: {links}"
