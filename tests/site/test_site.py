@@ -92,11 +92,16 @@ def test_a_lab_has_its_math_typeset_its_solutions_folded_and_its_notebook(visit,
 
 _WIDE_LINES = """blocks => blocks.flatMap(code => {
     if (code.scrollWidth <= code.clientWidth) return [];
-    const box = code.getBoundingClientRect();
-    const limit = box.left + code.clientWidth - parseFloat(getComputedStyle(code).paddingRight);
-    const lines = [...code.querySelectorAll(':scope > span[id^="__span"]')];
-    const wide = lines.find(line => line.getBoundingClientRect().right > limit + 0.5);
-    return [(wide || code).innerText.split('\\n')[0]];
+    const style = getComputedStyle(code);
+    const room = code.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const probe = document.createElement('span');  // the width of one monospace character
+    probe.textContent = 'x'.repeat(100);
+    code.appendChild(probe);
+    const char = probe.getBoundingClientRect().width / 100;
+    probe.remove();
+    const lines = code.innerText.split('\\n');
+    const wide = lines.find(line => line.length * char > room + 0.5);
+    return [wide === undefined ? lines[0] : wide];
 })"""
 
 
