@@ -74,8 +74,7 @@ class AdditiveScore(nn.Module):
         torch.Size([2, 3, 5])
     """
 
-    def __init__(self, query_dim: int, key_dim: int,
-                 hidden_dim: int) -> None:
+    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
         super().__init__()
         # W_q (A, Dq) and W_k (A, Dk): linear maps without bias
         self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
@@ -84,8 +83,7 @@ class AdditiveScore(nn.Module):
         self.v = nn.Parameter(
             torch.empty(hidden_dim).uniform_(-1, 1) / hidden_dim**0.5)
 
-    def forward(self, query: torch.Tensor,
-                key: torch.Tensor) -> torch.Tensor:
+    def forward(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """(..., L, Dq), (..., S, Dk) -> scores (..., L, S)."""
         return additive_scores(query, key, self.query_proj.weight,
                                self.key_proj.weight, self.v)

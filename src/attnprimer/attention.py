@@ -55,9 +55,7 @@ def masked_softmax(
 
 
 def attend(
-    scores: torch.Tensor,
-    value: torch.Tensor,
-    mask: torch.Tensor | None = None,
+    scores: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights from scores, then the weighted average of the values.
 

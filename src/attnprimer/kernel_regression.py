@@ -57,10 +57,7 @@ def gaussian_scores(
 
 # --8<-- [start:nadaraya_watson]
 def nadaraya_watson(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    width: float,
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, width: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The Nadaraya–Watson estimate at each query, with its weights.
 

@@ -132,11 +132,10 @@ class MultiHeadAttention(nn.Module):
             # The same mask for every head: (B, L, S) -> (B, 1, L, S)
             mask = mask.unsqueeze(1)
         heads = self.num_heads
-        # Project, then split: (B, L, D) -> (B, H, L, Dh), keys and values
-        # (B, S, D) -> (B, H, S, Dh)
-        q = split_heads(self.query_proj(query), heads)
-        k = split_heads(self.key_proj(key), heads)
-        v = split_heads(self.value_proj(value), heads)
+        # Project, then split into heads: (B, L, D) -> (B, H, L, Dh)
+        q = split_heads(self.query_proj(query), heads)  # (B, H, L, Dh)
+        k = split_heads(self.key_proj(key), heads)  # (B, H, S, Dh)
+        v = split_heads(self.value_proj(value), heads)  # (B, H, S, Dh)
         # Every head at once: (B, H, L, Dh), (B, H, L, S)
         context, weights = scaled_dot_product_attention(q, k, v, mask)
         # Merge, then project: (B, H, L, Dh) -> (B, L, D) -> (B, L, D)

@@ -163,9 +163,7 @@ def rotary_angles(
             * speeds).to(dtype)
 
 
-def apply_rotary(
-    x: torch.Tensor, base: float = 10_000.0
-) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
     r"""Rotate each dimension pair of x (..., L, D) by the angle of its position.
 
     Applied to queries and keys (never to values), it makes their dot product

@@ -172,8 +172,7 @@ class Decoder(nn.Module):
                 keys = self.keys(memory)
             # The previous state asks, every encoder state answers: (B, 1, S)
             scores = self.align(state[:, None, :], keys)
-            # Softmax of the scores, weighted average of the states:
-            # (B, 1, H), (B, 1, S)
+            # Softmax, then the weighted average: (B, 1, H), (B, 1, S)
             context, weights = attend(scores, memory, mask)
             read, weights = context[:, 0], weights[:, 0]  # (B, H), (B, S)
         inputs = torch.cat([self.embed(token), read], dim=-1)  # (B, E + H)

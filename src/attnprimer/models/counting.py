@@ -59,9 +59,7 @@ class CountingModel(nn.Module):
         logits = self.classifier(hidden)  # (B, T, D) -> (B, T, C)
         return ModelOutput(logits, {"encoder-decoder": weights})
 
-    def read(
-        self, tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def read(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What each query reads: hidden states (B, T, D) and the weights (B, T, S) it used."""
         batch = tokens.shape[0]
         # (B, S) -> (B, S, V+1)
