@@ -71,8 +71,8 @@ class OutputSelfAttention(nn.Module):
         query, key, value = (self.query(hidden), self.key(hidden),
                              self.value(hidden))
         # Every step reads every step: (B, T, D), (B, T, T)
-        context, weights = scaled_dot_product_attention(query, key, value,
-                                                        mask)
+        context, weights = scaled_dot_product_attention(
+            query, key, value, mask)
         # A residual, then layer norm:
         return self.norm(hidden + context), weights
 # --8<-- [end:output_self_attention]

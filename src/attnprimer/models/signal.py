@@ -117,9 +117,8 @@ class SignalModel(nn.Module):
         encoded, self_weights = self.encoder(x)  # (B, S, D), (B, S, S)
         # The one learned query: (1, D) -> (B, 1, D)
         query = self.query.expand(tokens.shape[0], -1, -1)
-        # (B, 1, D), (B, 1, S)
-        context, weights = scaled_dot_product_attention(query, encoded,
-                                                        encoded)
+        context, weights = scaled_dot_product_attention(
+            query, encoded, encoded)  # (B, 1, D), (B, 1, S)
         logits = self.classifier(self.norm(context + query))  # (B, 1, C)
         return ModelOutput(logits, {"encoder self": self_weights,
                                     "encoder-decoder": weights})
