@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from attnprimer import AdditiveAttention, AdditiveScore, additive_scores, causal_mask
+from attnprimer.additive import additive_attention_by_hand
 
 
 def _loop_additive_scores(query, key, query_weight, key_weight, v):
@@ -226,3 +227,26 @@ def test_additive_attention_checks_the_mask():
         attention(query, key, key, torch.ones(3, 4))
     with pytest.raises(ValueError):
         attention(query, key, key, torch.ones(3, 5, dtype=torch.bool))
+
+
+# --- additive_attention_by_hand ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query_dim,key_dim", [(6, 6), (3, 5)])
+def test_by_hand_equals_the_module(generator, query_dim, key_dim):
+    torch.manual_seed(0)
+    attention = AdditiveAttention(query_dim=query_dim, key_dim=key_dim, hidden_dim=4).double()
+    state = torch.randn(query_dim, generator=generator, dtype=torch.float64)
+    memory = torch.randn(7, key_dim, generator=generator, dtype=torch.float64)
+    context, weights = additive_attention_by_hand(attention.score, state, memory)
+    module_context, module_weights = attention(state[None], memory, memory)  # L = 1
+    torch.testing.assert_close(weights, module_weights[0], atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(context, module_context[0], atol=1e-12, rtol=1e-12)
+    scores = attention.score(state[None], memory)[0]  # the AdditiveScore alone: (S,)
+    torch.testing.assert_close(weights, torch.softmax(scores, dim=-1), atol=1e-12, rtol=1e-12)
+
+
+def test_by_hand_rejects_a_batch():
+    score = AdditiveScore(query_dim=3, key_dim=3, hidden_dim=4)
+    with pytest.raises(ValueError, match=r"\(2, 3\)"):
+        additive_attention_by_hand(score, torch.zeros(2, 3), torch.zeros(5, 3))

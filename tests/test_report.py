@@ -179,3 +179,13 @@ def test_report_labels_encoder_self_attention_rows_by_input_step():
     assert "Encoder self-attention over the input:" in text
     assert "Input step 2 (A) attended mainly to input steps [0]" in text
     assert "Output step 0 (count) attended mainly to input steps [0]" in text
+
+
+def test_a_long_list_of_steps_is_shortened_to_fit_80_columns():
+    weights = torch.full((1, 40), 1 / 40)  # every step counts: 40 of them
+    task = CountingTask(max_len=40, vocab_size=2)
+    text = attention_report(task, task.encode("AB" * 20), torch.tensor([20, 20]),
+                            {"encoder-decoder": weights})
+    line = next(line for line in text.splitlines() if "attended mainly" in line)
+    assert line.endswith("[0, ..., 39]") and len(line) <= 80
+    assert "attended mainly to input steps [0, 4]" in report()  # short lists stay whole

@@ -81,7 +81,7 @@ def test_the_additive_decoder_scores_as_bahdanau_wrote_them(generator):
     decoder = Decoder(num_outputs=8, embed_dim=4, memory_dim=6, kind="attention").double()
     state = torch.randn(3, 6, generator=generator, dtype=torch.float64)
     memory = torch.randn(3, 5, 6, generator=generator, dtype=torch.float64)
-    fast = decoder._scores(state[:, None, :], decoder.keys(memory))  # W_k h computed once
+    fast = decoder.align(state[:, None, :], decoder.keys(memory))  # W_k h computed once
     score = decoder.score
     by_hand = additive_scores(state[:, None, :], memory, score.query_proj.weight,
                               score.key_proj.weight, score.v)

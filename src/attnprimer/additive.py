@@ -22,7 +22,7 @@ from torch import nn
 
 from attnprimer.attention import attend
 
-__all__ = ["AdditiveAttention", "AdditiveScore", "additive_scores"]
+__all__ = ["AdditiveAttention", "AdditiveScore", "additive_attention_by_hand", "additive_scores"]
 
 
 # --8<-- [start:additive_scores]
@@ -52,15 +52,19 @@ def additive_scores(
         tensor([[1.5232, 1.5232, 1.5232]])
     """
     _check_additive_shapes(query, key, query_weight, key_weight, v)
-    projected_query = query @ query_weight.T  # (..., L, Dq) x (Dq, A) -> (..., L, A)
-    projected_key = key @ key_weight.T  # (..., S, Dk) x (Dk, A) -> (..., S, A)
+    # (..., L, Dq) x (Dq, A) -> (..., L, A)
+    projected_query = query @ query_weight.T
+    # (..., S, Dk) x (Dk, A) -> (..., S, A)
+    projected_key = key @ key_weight.T
     # Add every query to every key by broadcasting:
     # (..., L, 1, A) + (..., 1, S, A) -> (..., L, S, A)
-    hidden = torch.tanh(projected_query.unsqueeze(-2) + projected_key.unsqueeze(-3))
+    hidden = torch.tanh(projected_query.unsqueeze(-2)
+                        + projected_key.unsqueeze(-3))
     return hidden @ v  # (..., L, S, A) x (A,) -> (..., L, S)
 # --8<-- [end:additive_scores]
 
 
+# --8<-- [start:additive_score]
 class AdditiveScore(nn.Module):
     """The alignment model as a module: learned W_q (A, Dq), W_k (A, Dk) and v (A,).
 
@@ -72,13 +76,57 @@ class AdditiveScore(nn.Module):
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
         super().__init__()
+        # W_q (A, Dq) and W_k (A, Dk): linear maps without bias
         self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
-        self.v = nn.Parameter(torch.empty(hidden_dim).uniform_(-1, 1) / hidden_dim**0.5)
+        # v (A,), drawn like a linear layer's weights
+        self.v = nn.Parameter(
+            torch.empty(hidden_dim).uniform_(-1, 1) / hidden_dim**0.5)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """(..., L, Dq), (..., S, Dk) -> scores (..., L, S)."""
-        return additive_scores(query, key, self.query_proj.weight, self.key_proj.weight, self.v)
+        return additive_scores(query, key, self.query_proj.weight,
+                               self.key_proj.weight, self.v)
+# --8<-- [end:additive_score]
+
+
+# --8<-- [start:additive_by_hand]
+def additive_attention_by_hand(
+    score: AdditiveScore, state: torch.Tensor, memory: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bahdanau's equations as written, for one decoder state: one encoder state at a time.
+
+    What [`AdditiveAttention`][attnprimer.additive.AdditiveAttention] computes for all pairs
+    at once, spelt out with a loop so that each line is one equation of the paper.
+
+    Args:
+        score: the alignment model, whose weights W_q (A, D), W_k (A, H) and v (A,) are used.
+        state: (D,) the decoder's previous state s, the query.
+        memory: (S, H) the encoder's states h_1 ... h_S, the keys and values.
+
+    Returns:
+        ``(context, weights)``: (H,) and (S,).
+
+    Examples:
+        >>> score = AdditiveScore(query_dim=3, key_dim=4, hidden_dim=5)
+        >>> context, weights = additive_attention_by_hand(score, torch.randn(3), torch.randn(6, 4))
+        >>> context.shape, weights.shape, bool(torch.isclose(weights.sum(), torch.tensor(1.0)))
+        (torch.Size([4]), torch.Size([6]), True)
+    """
+    if state.dim() != 1 or memory.dim() != 2:
+        raise ValueError(f"expected state (D,) and memory (S, H), got state "
+                         f"{tuple(state.shape)} and memory {tuple(memory.shape)}")
+    # The alignment model's weights: W_q (A, D), W_k (A, H) and v (A,)
+    W_q, W_k, v = score.query_proj.weight, score.key_proj.weight, score.v
+    # e_j = v^T tanh(W_q s + W_k h_j), one score per encoder state: (S,)
+    scores = torch.stack(
+        [v @ torch.tanh(W_q @ state + W_k @ h) for h in memory])
+    # The softmax, a_j = exp(e_j) / sum_k exp(e_k): (S,)
+    weights = torch.exp(scores) / torch.exp(scores).sum()
+    # The context, sum_j a_j h_j: (H,)
+    context = (weights[:, None] * memory).sum(dim=0)
+    return context, weights
+# --8<-- [end:additive_by_hand]
 
 
 class AdditiveAttention(nn.Module):

@@ -19,7 +19,9 @@ __all__ = ["attend", "masked_softmax"]
 
 
 # --8<-- [start:attend]
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last dimension (the keys), ignoring masked keys.
 
     Masked keys get a weight of exactly zero. A row whose keys are all masked

@@ -51,7 +51,8 @@ def dot_scores(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         tensor([[2., 0.]])
     """
     _check_query_key(query, key)
-    return query @ key.transpose(-2, -1)  # (..., L, Dk) x (..., Dk, S) -> (..., L, S)
+    # (..., L, Dk) x (..., Dk, S) -> (..., L, S)
+    return query @ key.transpose(-2, -1)
 # --8<-- [end:dot_scores]
 
 

@@ -31,7 +31,10 @@ from attnprimer.attention import attend
 __all__ = ["gaussian_scores", "nadaraya_watson"]
 
 
-def gaussian_scores(query: torch.Tensor, key: torch.Tensor, width: float) -> torch.Tensor:
+# --8<-- [start:gaussian_scores]
+def gaussian_scores(
+    query: torch.Tensor, key: torch.Tensor, width: float
+) -> torch.Tensor:
     """Scores whose softmax is the normalised Gaussian kernel: ``-|q - k|^2 / (2 width^2)``.
 
     Args:
@@ -47,12 +50,12 @@ def gaussian_scores(query: torch.Tensor, key: torch.Tensor, width: float) -> tor
         tensor([[-0.1250, -0.1250, -2.0000]])
     """
     _check(query, key, width)
-    # --8<-- [start:gaussian_scores]
     distances = torch.cdist(query, key)  # (..., L, S): every |q - k|
     return -distances.square() / (2 * width**2)
-    # --8<-- [end:gaussian_scores]
+# --8<-- [end:gaussian_scores]
 
 
+# --8<-- [start:nadaraya_watson]
 def nadaraya_watson(
     query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, width: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,10 +78,9 @@ def nadaraya_watson(
         >>> weights, estimate            # halfway between the samples: equal weights
         (tensor([[0.5000, 0.5000]]), tensor([[5.]]))
     """
-    # --8<-- [start:nadaraya_watson]
     scores = gaussian_scores(query, key, width)  # (..., L, S)
     return attend(scores, value)  # softmax, then the weighted average
-    # --8<-- [end:nadaraya_watson]
+# --8<-- [end:nadaraya_watson]
 
 
 def _check(query: torch.Tensor, key: torch.Tensor, width: float) -> None:

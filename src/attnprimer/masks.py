@@ -25,7 +25,9 @@ __all__ = [
 
 
 # --8<-- [start:causal_mask]
-def causal_mask(query_length: int, key_length: int | None = None) -> torch.Tensor:
+def causal_mask(
+    query_length: int, key_length: int | None = None
+) -> torch.Tensor:
     """Mask that lets query ``i`` attend to keys ``0..i`` only (no peeking ahead).
 
     When L != S the triangle is aligned *top-left*: query ``i`` is taken to sit at key

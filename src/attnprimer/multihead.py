@@ -129,13 +129,17 @@ class MultiHeadAttention(nn.Module):
             if tensor.dim() != 3:
                 raise ValueError(f"expected {name} of shape (B, len, dim), got {tuple(tensor.shape)}")
         if mask is not None and mask.dim() == 3:
-            mask = mask.unsqueeze(1)  # (B, L, S) -> (B, 1, L, S): the same mask for every head
+            # The same mask for every head: (B, L, S) -> (B, 1, L, S)
+            mask = mask.unsqueeze(1)
         heads = self.num_heads
-        q = split_heads(self.query_proj(query), heads)  # (B, L, D) -> (B, H, L, Dh)
-        k = split_heads(self.key_proj(key), heads)  # (B, S, D) -> (B, H, S, Dh)
-        v = split_heads(self.value_proj(value), heads)  # (B, S, D) -> (B, H, S, Dh)
-        context, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, Dh), (B, H, L, S)
-        output = self.out_proj(merge_heads(context))  # (B, H, L, Dh) -> (B, L, D) -> (B, L, D)
+        # Project, then split into heads: (B, L, D) -> (B, H, L, Dh)
+        q = split_heads(self.query_proj(query), heads)  # (B, H, L, Dh)
+        k = split_heads(self.key_proj(key), heads)  # (B, H, S, Dh)
+        v = split_heads(self.value_proj(value), heads)  # (B, H, S, Dh)
+        # Every head at once: (B, H, L, Dh), (B, H, L, S)
+        context, weights = scaled_dot_product_attention(q, k, v, mask)
+        # Merge, then project: (B, H, L, Dh) -> (B, L, D) -> (B, L, D)
+        output = self.out_proj(merge_heads(context))
         return output, weights
     # --8<-- [end:forward]
 

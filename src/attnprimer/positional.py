@@ -57,7 +57,9 @@ def _check_even(dim: int) -> None:
 
 
 # --8<-- [start:sinusoidal]
-def sinusoidal_encoding(length: int, dim: int, base: float = 10_000.0) -> torch.Tensor:
+def sinusoidal_encoding(
+    length: int, dim: int, base: float = 10_000.0
+) -> torch.Tensor:
     r"""The fixed encodings of Vaswani et al. (2017): (L, D), one row per position.
 
     Dimension pair ``(2i, 2i + 1)`` holds ``sin`` and ``cos`` of
@@ -74,9 +76,11 @@ def sinusoidal_encoding(length: int, dim: int, base: float = 10_000.0) -> torch.
     """
     _check_even(dim)
     positions = torch.arange(length, dtype=torch.float64)[:, None]  # (L, 1)
-    speeds = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (D/2,)
+    # One speed per dimension pair, base^(-2i / D): (D/2,)
+    speeds = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     angles = positions * speeds  # (L, D/2)
-    encoding = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (L, D/2, 2): sin, cos pairs
+    # Each pair holds sin and cos of its angle: (L, D/2, 2)
+    encoding = torch.stack([angles.sin(), angles.cos()], dim=-1)
     return encoding.flatten(-2).float()  # (L, D)
 # --8<-- [end:sinusoidal]
 
@@ -118,7 +122,8 @@ class LearnedEncoding(nn.Module):
 
     def __init__(self, dim: int, max_positions: int = 64) -> None:
         super().__init__()
-        self.table = nn.Parameter(torch.zeros(max_positions, dim))  # (max positions, D)
+        # One row per position: (max positions, D)
+        self.table = nn.Parameter(torch.zeros(max_positions, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (B, L, D) -> x + table[:L]."""
@@ -139,7 +144,10 @@ def _rows(table: torch.Tensor, length: int) -> torch.Tensor:
 
 # --8<-- [start:rotary]
 def rotary_angles(
-    length: int, dim: int, base: float = 10_000.0, dtype: torch.dtype = torch.float32
+    length: int,
+    dim: int,
+    base: float = 10_000.0,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """The rotation angle of each position and dimension pair: (L, D/2), ``position * speed``.
 
@@ -148,8 +156,11 @@ def rotary_angles(
         tensor([2.0000, 0.0200])
     """
     _check_even(dim)
-    speeds = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (D/2,)
-    return (torch.arange(length, dtype=torch.float64)[:, None] * speeds).to(dtype)  # (L, D/2)
+    # The sinusoidal encoding's speeds: (D/2,)
+    speeds = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    # Position times speed: (L, 1) x (D/2,) -> (L, D/2)
+    return (torch.arange(length, dtype=torch.float64)[:, None]
+            * speeds).to(dtype)
 
 
 def apply_rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
@@ -168,8 +179,11 @@ def apply_rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
     length, dim = x.shape[-2], x.shape[-1]
     angles = rotary_angles(length, dim, base, dtype=x.dtype)  # (L, D/2)
     cos, sin = angles.cos(), angles.sin()
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, D/2) each: the two halves of every pair
-    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
+    # The two halves of every pair: (..., L, D/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]
+    # Each pair turned by its angle: (..., L, D/2, 2)
+    rotated = torch.stack([even * cos - odd * sin,
+                           even * sin + odd * cos], dim=-1)
     return rotated.flatten(-2)  # (..., L, D/2, 2) -> (..., L, D)
 # --8<-- [end:rotary]
 
@@ -259,13 +273,16 @@ class RelativePositionBias(nn.Module):
     def __init__(self, num_heads: int, max_offset: int) -> None:
         super().__init__()
         self.max_offset = max_offset
-        self.table = nn.Parameter(torch.zeros(num_heads, 2 * max_offset + 1))  # (H, offsets)
+        # One entry per head and offset -max_offset..max_offset: (H, offsets)
+        self.table = nn.Parameter(torch.zeros(num_heads, 2 * max_offset + 1))
 
     def forward(self, length: int, key_length: int | None = None, *,
                 causal: bool = False) -> torch.Tensor:
         """The bias (H, L, S) for L queries and S keys (S = L unless given)."""
         offsets = relative_offsets(length, key_length)  # (L, S): n - m
-        index = offsets.clamp(-self.max_offset, self.max_offset) + self.max_offset
-        bias = self.table[:, index]  # (H, L, S): the entry of each pair's offset
+        # The column of each pair's (clipped) offset: (L, S)
+        index = (offsets.clamp(-self.max_offset, self.max_offset)
+                 + self.max_offset)
+        bias = self.table[:, index]  # (H, L, S)
         return _causal(bias, offsets, causal)
 # --8<-- [end:relative]

@@ -12,6 +12,9 @@ from attnprimer.tasks import BLANK, Task
 
 __all__ = ["attended_mainly", "attention_report", "encoding_norms_report"]
 
+WIDTH = 80
+"""The widest line of a report: a terminal's and the site's code column (at 1280 px)."""
+
 
 def attended_mainly(weights: torch.Tensor) -> list[int]:
     """The steps a row of attention weights (S,) mainly looks at.
@@ -79,12 +82,32 @@ def attention_report(
         row_labels = labels if rows == "output" else shown
         lines += ["", f"{heading}:"]
         for step, row in enumerate(weights):
-            lines.append(
-                f"{rows.capitalize()} step {step} ({row_labels[step]}) attended mainly to {keys} "
-                f"{attended_mainly(row)}"
-            )
+            header = f"{rows.capitalize()} step {step} ({row_labels[step]}) attended mainly to {keys} "
+            lines.append(header + _steps(attended_mainly(row), WIDTH - len(header)))
             lines.append("  " + str([round(float(weight), 3) for weight in row]))
     return "\n".join(lines)
+
+
+def _steps(steps: list[int], room: int) -> str:
+    """``steps`` as a list; if longer than ``room``, runs of 3+ shortened to "a, ..., b".
+
+    Examples:
+        >>> _steps([0, 1, 2, 3, 5, 7, 8, 9], room=80)
+        '[0, 1, 2, 3, 5, 7, 8, 9]'
+        >>> _steps([0, 1, 2, 3, 5, 7, 8, 9], room=20)
+        '[0, ..., 3, 5, 7, ..., 9]'
+    """
+    if len(str(steps)) <= room:
+        return str(steps)
+    runs: list[list[int]] = []
+    for step in steps:
+        if runs and step == runs[-1][-1] + 1:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    parts = [f"{run[0]}, ..., {run[-1]}" if len(run) >= 3 else ", ".join(map(str, run))
+             for run in runs]
+    return "[" + ", ".join(parts) + "]"
 
 
 # How each kind of attention is introduced, whose steps its rows are, and what its keys are.

@@ -62,17 +62,23 @@ class Encoder(nn.Module):
                  bidirectional: bool = False) -> None:
         super().__init__()
         self.embed = nn.Embedding(num_tokens, embed_dim, padding_idx=PAD)
-        self.gru = nn.GRU(embed_dim, hidden, batch_first=True, bidirectional=bidirectional)
+        self.gru = nn.GRU(embed_dim, hidden, batch_first=True,
+                          bidirectional=bidirectional)
         self.output_dim = hidden * (2 if bidirectional else 1)
 
-    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """tokens (B, S), padded with 0 at the end -> states (B, S, H) and final state (B, H)."""
         lengths = (tokens != PAD).sum(dim=1).clamp(min=1)  # (B,)
-        packed = pack_padded_sequence(self.embed(tokens), lengths.cpu(), batch_first=True,
-                                      enforce_sorted=False)
+        # Packed: the GRU skips padding; the last state is the last token's.
+        packed = pack_padded_sequence(self.embed(tokens), lengths.cpu(),
+                                      batch_first=True, enforce_sorted=False)
         states, last = self.gru(packed)  # last: (directions, B, hidden)
-        states, _ = pad_packed_sequence(states, batch_first=True, total_length=tokens.shape[1])
-        final = torch.cat(list(last), dim=-1)  # forward (and backward) last states: (B, H)
+        states, _ = pad_packed_sequence(  # back to (B, S, H), zeros at padding
+            states, batch_first=True, total_length=tokens.shape[1])
+        # The last states of the forward (and the backward) GRU, side by side:
+        final = torch.cat(list(last), dim=-1)  # (B, H)
         return states, final
 # --8<-- [end:encoder]
 
@@ -80,6 +86,10 @@ class Encoder(nn.Module):
 # --8<-- [start:decoder]
 class Decoder(nn.Module):
     """One GRU step at a time; what it reads from the encoder depends on ``kind``.
+
+    Every step is fed the previous output token and what it *reads* from the encoder:
+    nothing (vanilla), the encoder's final state (peeky), or a context vector made for
+    this step by attention over all the encoder's states.
 
     Args:
         num_outputs: C, the output tokens (the decoder also embeds a start token, number C).
@@ -89,23 +99,29 @@ class Decoder(nn.Module):
         score: for attention, ``"additive"`` (Bahdanau), ``"dot"`` or ``"general"`` (Luong).
     """
 
-    def __init__(self, num_outputs: int, embed_dim: int, memory_dim: int, kind: str = "attention",
-                 score: str = "additive") -> None:
+    def __init__(self, num_outputs: int, embed_dim: int, memory_dim: int,
+                 kind: str = "attention", score: str = "additive") -> None:
         super().__init__()
         if kind not in DECODERS:
             raise ValueError(f"kind must be one of {', '.join(DECODERS)}, got {kind!r}")
         if score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-        self.kind, self.start = kind, num_outputs
-        self.embed = nn.Embedding(num_outputs + 1, embed_dim)  # + the start token
-        self.bridge = nn.Linear(memory_dim, memory_dim)  # encoder final state -> first state
-        reads = 0 if kind == "vanilla" else memory_dim  # size of what each step reads
+        self.kind, self.score_name, self.start = kind, score, num_outputs
+        # One embedding more than the outputs: the start token.
+        self.embed = nn.Embedding(num_outputs + 1, embed_dim)
+        # The encoder's final state, mapped to the decoder's first state:
+        self.bridge = nn.Linear(memory_dim, memory_dim)
+        # What each step reads: nothing (vanilla) or a vector of size H.
+        reads = 0 if kind == "vanilla" else memory_dim
         self.cell = nn.GRUCell(embed_dim + reads, memory_dim)
         self.out = nn.Linear(memory_dim + reads, num_outputs)
-        self.score = {"additive": lambda: AdditiveScore(memory_dim, memory_dim, memory_dim),
-                      "general": lambda: GeneralScore(memory_dim, memory_dim),
-                      "dot": lambda: None}[score]() if kind == "attention" else None
-        self.score_name = score
+        # The weights of the score function (the dot score s . h has none):
+        self.score = None
+        if kind == "attention" and score == "additive":
+            # W_q, W_k and v, with A = H:
+            self.score = AdditiveScore(memory_dim, memory_dim, memory_dim)
+        elif kind == "attention" and score == "general":
+            self.score = GeneralScore(memory_dim, memory_dim)  # W
 
     def initial_state(self, final: torch.Tensor) -> torch.Tensor:
         """The first decoder state (B, D) from the encoder's final state (B, H)."""
@@ -117,9 +133,11 @@ class Decoder(nn.Module):
         For the additive score that is ``W_k h`` for every encoder state h
         (B, S, A): it does not change from one output step to the next.
         """
+        # What every step's scores compare its state with, once per input:
+        # W_k h does not change from one output step to the next.
         if self.kind == "attention" and self.score_name == "additive":
-            return self.score.key_proj(memory)  # (B, S, H) -> (B, S, A)
-        return memory
+            return self.score.key_proj(memory)  # W_k h: (B, S, A)
+        return memory  # (B, S, H)
 
     def step(
         self,
@@ -143,28 +161,35 @@ class Decoder(nn.Module):
         Returns:
             logits (B, C), the new state (B, D), and the attention weights (B, S) or None.
         """
+        # What this step reads from the encoder:
         weights = None
         if self.kind == "vanilla":
             read = memory.new_zeros(state.shape[0], 0)  # nothing: (B, 0)
         elif self.kind == "peeky":
             read = final  # the same summary at every step: (B, H)
         else:
-            keys = self.keys(memory) if keys is None else keys
-            scores = self._scores(state[:, None, :], keys)  # the previous state asks: (B, 1, S)
-            context, weights = attend(scores, memory, mask)  # (B, 1, H), (B, 1, S)
+            if keys is None:
+                keys = self.keys(memory)
+            # The previous state asks, every encoder state answers: (B, 1, S)
+            scores = self.align(state[:, None, :], keys)
+            # Softmax, then the weighted average: (B, 1, H), (B, 1, S)
+            context, weights = attend(scores, memory, mask)
             read, weights = context[:, 0], weights[:, 0]  # (B, H), (B, S)
-        state = self.cell(torch.cat([self.embed(token), read], dim=-1), state)  # (B, D)
+        inputs = torch.cat([self.embed(token), read], dim=-1)  # (B, E + H)
+        state = self.cell(inputs, state)  # (B, D)
         logits = self.out(torch.cat([state, read], dim=-1))  # (B, C)
         return logits, state, weights
 
-    def _scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """query (B, 1, D), keys from ``self.keys`` -> scores (B, 1, S)."""
-        if self.score_name == "additive":  # v^T tanh(W_q s + W_k h), W_k h precomputed
-            hidden = torch.tanh(self.score.query_proj(query) + keys)  # (B, 1, A) + (B, S, A)
+    def align(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Bahdanau's alignment scores: query (B, 1, D), ``self.keys(memory)`` -> (B, 1, S)."""
+        if self.score_name == "additive":  # v^T tanh(W_q s + W_k h)
+            projected = self.score.query_proj(query)  # W_q s: (B, 1, A)
+            # Broadcast: (B, 1, A) + (B, S, A) -> (B, S, A)
+            hidden = torch.tanh(projected + keys)
             return (hidden @ self.score.v)[:, None, :]  # (B, S) -> (B, 1, S)
         if self.score_name == "general":
             return self.score(query, keys)  # s^T W h
-        return dot_scores(query, keys)  # s . h: the state and the memory have one size
+        return dot_scores(query, keys)  # s . h: the sizes agree (D = H)
 # --8<-- [end:decoder]
 
 
@@ -191,14 +216,18 @@ class Seq2Seq(nn.Module):
         True
     """
 
-    def __init__(self, num_tokens: int, num_outputs: int, embed_dim: int, hidden: int, *,
-                 kind: str = "attention", score: str = "additive",
-                 bidirectional: bool = False) -> None:
+    def __init__(self, num_tokens: int, num_outputs: int, embed_dim: int,
+                 hidden: int, *, kind: str = "attention",
+                 score: str = "additive", bidirectional: bool = False) -> None:
         super().__init__()
-        self.encoder = Encoder(num_tokens, embed_dim, hidden, bidirectional=bidirectional)
-        self.decoder = Decoder(num_outputs, embed_dim, self.encoder.output_dim, kind, score)
+        self.encoder = Encoder(num_tokens, embed_dim, hidden,
+                               bidirectional=bidirectional)
+        self.decoder = Decoder(num_outputs, embed_dim,
+                               self.encoder.output_dim, kind, score)
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None = None) -> ModelOutput:
+    def forward(
+        self, inputs: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> ModelOutput:
         """inputs (B, S) -> logits (B, T, C) and, with attention, weights (B, T, S).
 
         With ``targets`` (B, T) the decoder is teacher-forced: step t is fed
@@ -207,17 +236,22 @@ class Seq2Seq(nn.Module):
         memory, final = self.encoder(inputs)  # (B, S, H), (B, H)
         mask = (inputs != PAD)[:, None, :]  # (B, 1, S)
         state = self.decoder.initial_state(final)  # (B, D)
-        token = inputs.new_full((inputs.shape[0],), self.decoder.start)  # (B,)
+        # The first step is fed the start token: (B,)
+        token = inputs.new_full((inputs.shape[0],), self.decoder.start)
         steps = inputs.shape[1] + 1 if targets is None else targets.shape[1]
         keys = self.decoder.keys(memory)  # once for every step
         all_logits, all_weights = [], []
         for step in range(steps):
-            logits, state, weights = self.decoder.step(token, state, memory, final, mask, keys)
+            logits, state, weights = self.decoder.step(token, state, memory,
+                                                       final, mask, keys)
             all_logits.append(logits)
             all_weights.append(weights)
-            token = logits.argmax(dim=-1) if targets is None else targets[:, step]
+            # Greedy: the step's best guess. Teacher forcing: the right token.
+            token = (logits.argmax(dim=-1) if targets is None
+                     else targets[:, step])
         attention = {}
-        if all_weights[0] is not None:
-            attention["encoder-decoder"] = torch.stack(all_weights, dim=1)  # (B, T, S)
-        return ModelOutput(torch.stack(all_logits, dim=1), attention)  # (B, T, C)
+        if all_weights[0] is not None:  # the attention decoder: (B, T, S)
+            attention["encoder-decoder"] = torch.stack(all_weights, dim=1)
+        # The logits of every step, stacked: (B, T, C)
+        return ModelOutput(torch.stack(all_logits, dim=1), attention)
 # --8<-- [end:seq2seq]

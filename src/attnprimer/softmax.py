@@ -68,7 +68,10 @@ def naive_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return exponentials / exponentials.sum(dim=dim, keepdim=True)
 
 
-def softmax_statistics(scores: torch.Tensor, dim: int = -1) -> SoftmaxStatistics:
+# --8<-- [start:statistics]
+def softmax_statistics(
+    scores: torch.Tensor, dim: int = -1
+) -> SoftmaxStatistics:
     """The row maximum and the sum of the exponentials shifted by it.
 
     Args:
@@ -84,15 +87,15 @@ def softmax_statistics(scores: torch.Tensor, dim: int = -1) -> SoftmaxStatistics
         >>> softmax_statistics(torch.tensor([-torch.inf, -torch.inf]))
         SoftmaxStatistics(maximum=tensor([0.]), normaliser=tensor([0.]))
     """
-    # --8<-- [start:statistics]
     maximum = scores.amax(dim=dim, keepdim=True)  # the row maxima
     # Every key masked (-inf): no finite maximum, so shift by 0.
     maximum = torch.where(maximum.isfinite(), maximum, 0.0)
     normaliser = (scores - maximum).exp().sum(dim=dim, keepdim=True)
-    # --8<-- [end:statistics]
     return SoftmaxStatistics(maximum, normaliser)
+# --8<-- [end:statistics]
 
 
+# --8<-- [start:stable_softmax]
 def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax along ``dim`` after subtracting each row's maximum: nothing overflows.
 
@@ -110,15 +113,17 @@ def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
         tensor([[1., 0.],
                 [0., 0.]])
     """
-    # --8<-- [start:stable_softmax]
     maximum, normaliser = softmax_statistics(scores, dim)
     exponentials = (scores - maximum).exp()  # in [0, 1]
     # Every key masked: normaliser 0, exponentials 0; divide by 1.
     return exponentials / torch.where(normaliser > 0, normaliser, 1.0)
-    # --8<-- [end:stable_softmax]
+# --8<-- [end:stable_softmax]
 
 
-def logsumexp(scores: torch.Tensor, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
+# --8<-- [start:logsumexp]
+def logsumexp(
+    scores: torch.Tensor, dim: int = -1, keepdim: bool = False
+) -> torch.Tensor:
     """``log(sum(exp(scores)))`` along ``dim``, computed as ``m + log(sum(exp(x - m)))``.
 
     Args:
@@ -135,8 +140,8 @@ def logsumexp(scores: torch.Tensor, dim: int = -1, keepdim: bool = False) -> tor
         >>> logsumexp(torch.tensor([[0.0, 0.0], [-torch.inf, -torch.inf]]))
         tensor([0.6931,   -inf])
     """
-    # --8<-- [start:logsumexp]
     maximum, normaliser = softmax_statistics(scores, dim)
-    result = maximum + normaliser.log()  # log(0) = -inf for a fully masked row
+    # log(0) = -inf for a fully masked row
+    result = maximum + normaliser.log()
     return result if keepdim else result.squeeze(dim)
-    # --8<-- [end:logsumexp]
+# --8<-- [end:logsumexp]

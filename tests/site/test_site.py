@@ -219,3 +219,46 @@ def test_the_home_page_shows_a_model_and_a_map_of_the_chapters(browser, base_url
 
 CHAPTERS_IN_ORDER = ["chapters/rnn-recap/", "chapters/bahdanau/", "chapters/qkv/",
                      "chapters/self-attention/", "chapters/positional-encoding/"]
+
+
+# --- chapter code: the teaching lines, within the column ---------------------------------------
+
+_WIDE_LINES = """blocks => blocks.flatMap(code => {
+    if (code.scrollWidth <= code.clientWidth) return [];
+    const style = getComputedStyle(code);
+    const room = code.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const probe = document.createElement('span');  // the width of one monospace character
+    probe.textContent = 'x'.repeat(100);
+    code.appendChild(probe);
+    const char = probe.getBoundingClientRect().width / 100;
+    probe.remove();
+    const lines = code.innerText.split('\\n');
+    const wide = lines.find(line => line.length * char > room + 0.5);
+    return [wide === undefined ? lines[0] : wide];
+})"""
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_no_chapter_code_block_scrolls_sideways_at_1280_px(visit, path):
+    page = visit(path).page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert page.eval_on_selector_all("article pre > code", "blocks => blocks.length") > 0
+    wide = page.eval_on_selector_all("article pre > code", _WIDE_LINES)
+    assert wide == [], f"{path}: {len(wide)} code blocks scroll sideways; the first: {wide[0]!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_chapter_code_shows_no_docstring_and_links_to_the_reference(visit, path):
+    page = visit(path).page
+    code = page.eval_on_selector_all("article pre > code", "blocks => blocks.map(b => b.innerText)")
+    for text in code:
+        assert "][attnprimer." not in text, f"raw cross-reference syntax in code on {path}"
+        assert '"""' not in text and ">>>" not in text, f"a docstring in code on {path}"
+    # Every block from the package is followed by the link to its API reference.
+    links = page.eval_on_selector_all(
+        "article .highlight:has(> .filename)",
+        """blocks => blocks.filter(b => b.querySelector('.filename').innerText.startsWith('src/'))
+            .map(b => { const next = b.nextElementSibling;
+                        return next && next.matches('p.code-reference')
+                            ? [...next.querySelectorAll('a[href*="reference/"]')].length : 0; })""")
+    assert links and all(count > 0 for count in links), f"{path}: {links}"

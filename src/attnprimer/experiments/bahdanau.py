@@ -66,8 +66,14 @@ def one_hot(positions: torch.Tensor, size: int) -> torch.Tensor:
     return torch.nn.functional.one_hot(positions, size).float()
 
 
-def read_with(decoder: Decoder, token: torch.Tensor, state: torch.Tensor, memory: torch.Tensor,
-              weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+# --8<-- [start:forced_step]
+def read_with(
+    decoder: Decoder,
+    token: torch.Tensor,
+    state: torch.Tensor,
+    memory: torch.Tensor,
+    weights: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One step of the attention decoder that reads the encoder's states with ``weights``.
 
     The lines of [`Decoder.step`][attnprimer.rnn.Decoder.step] after the weights are made,
@@ -83,13 +89,12 @@ def read_with(decoder: Decoder, token: torch.Tensor, state: torch.Tensor, memory
     Returns:
         logits (B, C) and the new state (B, H).
     """
-    # --8<-- [start:forced_step]
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, S) -> (B, H)
     inputs = torch.cat([decoder.embed(token), context], dim=-1)  # (B, E + H)
     state = decoder.cell(inputs, state)  # (B, H)
     logits = decoder.out(torch.cat([state, context], dim=-1))  # (B, C)
-    # --8<-- [end:forced_step]
     return logits, state
+# --8<-- [end:forced_step]
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.additive import AdditiveAttention
+from attnprimer.additive import AdditiveAttention, additive_attention_by_hand
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, alignment_by_length,
                                              first_step_reaching, forced_attention,
@@ -61,17 +61,11 @@ def additive_by_hand() -> str:
     torch.manual_seed(0)
     module = AdditiveAttention(query_dim=6, key_dim=6, hidden_dim=5).double()
     generator = torch.Generator().manual_seed(0)
-    state = torch.randn(1, 6, generator=generator, dtype=torch.float64)  # one decoder state s
+    state = torch.randn(6, generator=generator, dtype=torch.float64)  # one decoder state s
     memory = torch.randn(4, 6, generator=generator, dtype=torch.float64)  # four encoder states h
-    W_q, W_k, v = module.score.query_proj.weight, module.score.key_proj.weight, module.score.v
-    # --8<-- [start:additive_by_hand]
-    scores = torch.stack([v @ torch.tanh(W_q @ state[0] + W_k @ h) for h in memory])  # (S,)
-    weights = torch.exp(scores) / torch.exp(scores).sum()  # softmax over the S encoder states
-    context = (weights[:, None] * memory).sum(dim=0)  # weighted average of the states: (H,)
-    # --8<-- [end:additive_by_hand]
-    weights, context = weights.detach(), context.detach()
     with torch.no_grad():
-        module_context, module_weights = module(state, memory, memory)
+        context, weights = additive_attention_by_hand(module.score, state, memory)
+        module_context, module_weights = module(state[None], memory, memory)
     lines = [f"weights by hand:    {[round(float(w), 4) for w in weights]}",
              f"weights, module:    {[round(float(w), 4) for w in module_weights[0]]}",
              (f"largest difference: weights {float((weights - module_weights[0]).abs().max()):.1e}"

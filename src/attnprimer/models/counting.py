@@ -43,11 +43,13 @@ class CountingModel(nn.Module):
         (torch.Size([1, 3, 11]), torch.Size([1, 3, 5]))
     """
 
-    def __init__(self, num_tokens: int, num_queries: int, num_classes: int, hidden: int) -> None:
+    def __init__(self, num_tokens: int, num_queries: int, num_classes: int,
+                 hidden: int) -> None:
         super().__init__()
         self.num_tokens = num_tokens
         self.queries = nn.Parameter(torch.zeros(num_queries, hidden))  # (T, D)
-        self.key_value = nn.Linear(num_tokens, hidden)  # one-hot token -> key = value
+        # One-hot token -> its key, which is also its value:
+        self.key_value = nn.Linear(num_tokens, hidden)
         self.norm = nn.LayerNorm(hidden)
         self.classifier = nn.Linear(hidden, num_classes)
 
@@ -60,11 +62,14 @@ class CountingModel(nn.Module):
     def read(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """What each query reads: hidden states (B, T, D) and the weights (B, T, S) it used."""
         batch = tokens.shape[0]
-        one_hot = F.one_hot(tokens, self.num_tokens).float()  # (B, S) -> (B, S, V+1)
-        keys = self.key_value(one_hot)  # (B, S, V+1) -> (B, S, D); values = keys
+        # (B, S) -> (B, S, V+1)
+        one_hot = F.one_hot(tokens, self.num_tokens).float()
+        keys = self.key_value(one_hot)  # (B, S, V+1) -> (B, S, D)
         queries = self.queries.expand(batch, -1, -1)  # (T, D) -> (B, T, D)
-        context, weights = scaled_dot_product_attention(queries, keys, keys)  # (B, T, D), (B, T, S)
-        return self.norm(context + queries), weights  # residual, then layer norm: (B, T, D)
+        # The values are the keys: (B, T, D), (B, T, S)
+        context, weights = scaled_dot_product_attention(queries, keys, keys)
+        # A residual, then layer norm: (B, T, D)
+        return self.norm(context + queries), weights
 # --8<-- [end:counting_model]
 
 

@@ -67,9 +67,14 @@ class OutputSelfAttention(nn.Module):
         self, hidden: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """hidden (B, T, D) -> new hidden (B, T, D) and weights (B, T, T); mask: True = may attend."""
-        query, key, value = self.query(hidden), self.key(hidden), self.value(hidden)  # (B, T, D) each
-        context, weights = scaled_dot_product_attention(query, key, value, mask)  # (B, T, D), (B, T, T)
-        return self.norm(hidden + context), weights  # residual, then layer norm
+        # (B, T, D) each; the hidden states themselves without projections
+        query, key, value = (self.query(hidden), self.key(hidden),
+                             self.value(hidden))
+        # Every step reads every step: (B, T, D), (B, T, T)
+        context, weights = scaled_dot_product_attention(
+            query, key, value, mask)
+        # A residual, then layer norm:
+        return self.norm(hidden + context), weights
 # --8<-- [end:output_self_attention]
 
 
@@ -111,10 +116,13 @@ class DifferenceModel(CountingModel):
         if projections and not self_attention:
             raise ValueError("projections only exist with self_attention=True")
         self.self_attention = (
-            OutputSelfAttention(hidden, projections=projections) if self_attention else None
+            OutputSelfAttention(hidden, projections=projections)
+            if self_attention else None
         )
 
-    def forward(self, tokens: torch.Tensor, self_mask: torch.Tensor | None = None) -> ModelOutput:
+    def forward(
+        self, tokens: torch.Tensor, self_mask: torch.Tensor | None = None
+    ) -> ModelOutput:
         """tokens (B, S) -> logits (B, T, C); weights ``encoder-decoder`` (B, T, S), ``self`` (B, T, T).
 
         ``self_mask`` (T, T) or (B, T, T), True = may attend, restricts which
@@ -123,7 +131,8 @@ class DifferenceModel(CountingModel):
         hidden, weights = self.read(tokens)  # (B, T, D), (B, T, S)
         attention = {"encoder-decoder": weights}
         if self.self_attention is not None:
-            hidden, attention["self"] = self.self_attention(hidden, self_mask)  # (B, T, D), (B, T, T)
+            # (B, T, D), (B, T, T)
+            hidden, attention["self"] = self.self_attention(hidden, self_mask)
         elif self_mask is not None:
             raise ValueError("self_mask needs a model with self-attention")
         return ModelOutput(self.classifier(hidden), attention)

@@ -40,14 +40,17 @@ class EncoderLayer(nn.Module):
         (torch.Size([2, 5, 8]), torch.Size([2, 5, 5]))
     """
 
-    def __init__(self, hidden: int, *, rotary: bool = False, projections: bool = False) -> None:
+    def __init__(self, hidden: int, *, rotary: bool = False,
+                 projections: bool = False) -> None:
         super().__init__()
         self.rotary, self.projections = rotary, projections or rotary
-        if self.projections:
-            self.query, self.key = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        if self.projections:  # W_q and W_k
+            self.query, self.key = (nn.Linear(hidden, hidden),
+                                    nn.Linear(hidden, hidden))
         self.norm_attention = nn.LayerNorm(hidden)
         self.feed_forward = nn.Sequential(
-            nn.Linear(hidden, 2 * hidden), nn.ReLU(), nn.Linear(2 * hidden, hidden)
+            nn.Linear(hidden, 2 * hidden), nn.ReLU(),
+            nn.Linear(2 * hidden, hidden)
         )
         self.norm_feed_forward = nn.LayerNorm(hidden)
 
@@ -55,10 +58,11 @@ class EncoderLayer(nn.Module):
         """x (B, L, D) -> (B, L, D) and the self-attention weights (B, L, L)."""
         query, key = x, x
         if self.projections:
-            query, key = self.query(x), self.key(x)  # (B, L, D) each: W_q x, W_k x
-        if self.rotary:
-            query, key = apply_rotary(query), apply_rotary(key)  # rotated by position
-        context, weights = scaled_dot_product_attention(query, key, x)  # (B, L, D), (B, L, L)
+            query, key = self.query(x), self.key(x)  # W_q x, W_k x: (B, L, D)
+        if self.rotary:  # rotated by their positions
+            query, key = apply_rotary(query), apply_rotary(key)
+        # The values are the inputs: (B, L, D), (B, L, L)
+        context, weights = scaled_dot_product_attention(query, key, x)
         x = self.norm_attention(x + context)
         x = self.norm_feed_forward(x + self.feed_forward(x))
         return x, weights
@@ -85,8 +89,9 @@ class SignalModel(nn.Module):
         (torch.Size([1, 1, 11]), ['encoder self', 'encoder-decoder'])
     """
 
-    def __init__(self, num_tokens: int, num_classes: int, hidden: int, pos_enc: str = "none",
-                 max_positions: int = 64, projections: bool = False) -> None:
+    def __init__(self, num_tokens: int, num_classes: int, hidden: int,
+                 pos_enc: str = "none", max_positions: int = 64,
+                 projections: bool = False) -> None:
         super().__init__()
         encodings = {"none": None, "rotary": None,
                      "learned": LearnedEncoding(hidden, max_positions),
@@ -97,19 +102,24 @@ class SignalModel(nn.Module):
         self.pos_enc = pos_enc
         self.embed = nn.Linear(num_tokens, hidden)  # one-hot token -> (D,)
         self.position = encodings[pos_enc]
-        self.encoder = EncoderLayer(hidden, rotary=pos_enc == "rotary", projections=projections)
+        self.encoder = EncoderLayer(hidden, rotary=pos_enc == "rotary",
+                                    projections=projections)
         self.query = nn.Parameter(torch.zeros(1, hidden))  # one output step
         self.norm = nn.LayerNorm(hidden)
         self.classifier = nn.Linear(hidden, num_classes)
 
     def forward(self, tokens: torch.Tensor) -> ModelOutput:
         """tokens (B, S) -> logits (B, 1, C); weights ``encoder self`` (B, S, S), ``encoder-decoder`` (B, 1, S)."""
-        x = self.embed(F.one_hot(tokens, self.num_tokens).float())  # (B, S, D)
+        # (B, S) -> (B, S, D)
+        x = self.embed(F.one_hot(tokens, self.num_tokens).float())
         if self.position is not None:
             x = self.position(x)  # + the encoding of each position
         encoded, self_weights = self.encoder(x)  # (B, S, D), (B, S, S)
-        query = self.query.expand(tokens.shape[0], -1, -1)  # (1, D) -> (B, 1, D)
-        context, weights = scaled_dot_product_attention(query, encoded, encoded)  # (B, 1, D)
+        # The one learned query: (1, D) -> (B, 1, D)
+        query = self.query.expand(tokens.shape[0], -1, -1)
+        context, weights = scaled_dot_product_attention(
+            query, encoded, encoded)  # (B, 1, D), (B, 1, S)
         logits = self.classifier(self.norm(context + query))  # (B, 1, C)
-        return ModelOutput(logits, {"encoder self": self_weights, "encoder-decoder": weights})
+        return ModelOutput(logits, {"encoder self": self_weights,
+                                    "encoder-decoder": weights})
 # --8<-- [end:signal_model]
