@@ -19,27 +19,40 @@ Shape legend: B batch, S input length, D hidden size, C classes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.cache import cached_result
 from attnprimer.multihead import MultiHeadAttention
-from attnprimer.positional import sinusoidal_encoding
-from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, site_seeds
+from attnprimer.positional import POSITIONAL_ENCODINGS, sinusoidal_encoding
+from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, SIGNAL_VARIANTS, site_seeds
 from attnprimer.train import TrainedModel, held_out_generator, predict, single_thread
 
 __all__ = [
     "COUNTING_LENGTHS",
+    "SIGNAL_GROUPS",
     "accuracy_by_count",
     "cached_accuracy_by_count",
     "counting_lengths",
     "doubling_gap",
     "equivariance_gaps",
+    "signal_group",
     "signal_weight_by_letter",
 ]
 
 COUNTING_LENGTHS = (2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 35, 40)
 """The input lengths at which the counting models are scored (trained at 10, or 5 to 20)."""
+
+SIGNAL_GROUPS: dict[str, dict[str, Any]] = {
+    **{encoding: {"pos_enc": encoding} for encoding in POSITIONAL_ENCODINGS}, **SIGNAL_VARIANTS}
+"""Every group of signal models the page compares, by name: their task settings."""
+
+
+def signal_group(name: str) -> list[TrainedModel]:
+    """Every seed of the signal models called ``name`` in ``SIGNAL_GROUPS``, trained."""
+    return [model.trained() for model in site_seeds("signal", **SIGNAL_GROUPS[name])]
 
 
 @torch.no_grad()
