@@ -7,6 +7,8 @@ in [`figures.encodings`][attnprimer.figures.encodings], the experiments in
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -19,10 +21,11 @@ from attnprimer.figures.encodings import plot_rotary_scores, plot_score_biases, 
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          plot_accuracy_curves, plot_lengths, weight_colorbar)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cli_sample, markdown_table, percent
+from attnprimer.figures.tables import cli_sample, markdown_table, mean_range, percent
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.report import attention_report, encoding_norms_report
-from attnprimer.site_models import SEEDS, SIGNAL_EXAMPLE, SIGNAL_VARIANTS, site_model, site_seeds
+from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_EXAMPLE,
+                                    SIGNAL_VARIANTS, site_model, site_seeds)
 from attnprimer.tasks import Task
 from attnprimer.tasks.signal import multiset_bound
 from attnprimer.train import predict_one
@@ -229,3 +232,39 @@ def counting_lengths() -> Figure:
     return plot_lengths(experiments.counting_lengths(), experiments.COUNTING_LENGTHS, (5, 20),
                         "mixed lengths: trained from 5 to 20; the others at 10")
 
+
+@recipe("counting_counts", "start-token counting beyond training: large counts, or the length")
+def counting_counts() -> str:
+    results, rows = experiments.counts_or_length_by_variant(), []
+    one, mixed = "one length, start token", "mixed lengths, start token"
+    for name in (one, mixed):
+        for length in (20, 25, 30, 40):
+            at = experiments.COUNTING_LENGTHS[4:].index(length)
+            cells = [mean_range(result[key][at] for result in results[name])
+                     for key in ("exact", "small", "exact_small", "padded")]
+            answers = sorted({int(result["largest"][at]) for result in results[name]})
+            rows.append([name.removesuffix(", start token"), length, *cells,
+                         "–".join(map(str, sorted({answers[0], answers[-1]})))])
+    task = {name: site_model("counting", **COUNTING_LENGTH_VARIANTS[name]).task
+            for name in (one, mixed)}
+    largest = int(max(max(result["largest"]) for result in results[one]))
+    share = partial(experiments.share_with_count_above, letters=task[one].vocab_size)
+    mixed_lengths = range(task[mixed].max_len // 4, task[mixed].max_len + 1)  # as CountingTask
+    above = {one: share(largest, task[one].max_len),
+             mixed: float(np.mean([share(10, length) for length in mixed_lengths]))}
+    return markdown_table(
+        ["start-token model", "tokens", "right&nbsp;%", "every count ≤&nbsp;10&nbsp;%",
+         "right on those&nbsp;%", "padded: right&nbsp;%", "largest answer"], rows,
+        caption=f"Seeds {', '.join(map(str, SEEDS))} of each model: the mean, and the range in "
+                f"brackets. *Right*: exact match on the figure's 2,000 held-out inputs of that "
+                f"length. *Every count ≤ 10*: the share of them in which no letter occurs more "
+                f"than 10 times (the same inputs for every model); *right on those*: exact match "
+                f"on that share alone. *Padded*: the figure's 2,000 held-out inputs of 10 tokens, "
+                f"blanks appended up to the length: their counts and answers stay those of 10 "
+                f"tokens. *Largest answer*: the largest count a seed gave on the inputs of that "
+                f"length (the range over seeds). Classes: counts 0 to "
+                f"{task[one].num_classes - 1} after one length, 0 to "
+                f"{task[mixed].num_classes - 1} after mixed lengths. Of the inputs drawn in "
+                f"training, {percent(above[one], 3)} hold a letter more than {largest} times at "
+                f"10 tokens, {percent(above[mixed], 3)} more than 10 times at 5 to 20 tokens "
+                f"(exact shares: every input of a length alike, every length alike).")
