@@ -235,36 +235,43 @@ def counting_lengths() -> Figure:
 
 @recipe("counting_counts", "start-token counting beyond training: large counts, or the length")
 def counting_counts() -> str:
-    results, rows = experiments.counts_or_length_by_variant(), []
+    results, lengths = experiments.counts_or_length_by_variant(), (20, 25, 30, 40)
     one, mixed = "one length, start token", "mixed lengths, start token"
-    for name in (one, mixed):
-        for length in (20, 25, 30, 40):
-            at = experiments.COUNTING_LENGTHS[4:].index(length)
-            cells = [mean_range(result[key][at] for result in results[name])
-                     for key in ("exact", "small", "exact_small", "padded")]
-            answers = sorted({int(result["largest"][at]) for result in results[name]})
-            rows.append([name.removesuffix(", start token"), length, *cells,
-                         "–".join(map(str, sorted({answers[0], answers[-1]})))])
     task = {name: site_model("counting", **COUNTING_LENGTH_VARIANTS[name]).task
             for name in (one, mixed)}
+    at = [experiments.COUNTING_LENGTHS[4:].index(length) for length in lengths]
+
+    def row(label, name, key):
+        return [label, *(mean_range(result[key][index] for result in results[name])
+                         for index in at)]
+
+    def answers(index, name):  # the largest answer, the range over seeds
+        values = sorted({int(result["largest"][index]) for result in results[name]})
+        return "–".join(map(str, sorted({values[0], values[-1]})))
+
+    rows = [row("inputs with every count ≤ 10, %", one, "small")]
+    for name, trained in ((one, "10 tokens"), (mixed, "5 to 20 tokens")):
+        rows += [[f"**{name.removesuffix(', start token')}** ({trained}; classes "
+                  f"0–{task[name].num_classes - 1})",
+                  *[""] * len(lengths)],
+                 row("right, %", name, "exact"),
+                 row("right on every count ≤ 10, %", name, "exact_small"),
+                 row("padded: right, %", name, "padded"),
+                 ["largest answer", *(answers(index, name) for index in at)]]
     largest = int(max(max(result["largest"]) for result in results[one]))
     share = partial(experiments.share_with_count_above, letters=task[one].vocab_size)
     mixed_lengths = range(task[mixed].max_len // 4, task[mixed].max_len + 1)  # as CountingTask
     above = {one: share(largest, task[one].max_len),
              mixed: float(np.mean([share(10, length) for length in mixed_lengths]))}
     return markdown_table(
-        ["start-token model", "tokens", "right&nbsp;%", "every count ≤&nbsp;10&nbsp;%",
-         "right on those&nbsp;%", "padded: right&nbsp;%", "largest answer"], rows,
+        ["start-token models", *(f"{length} tokens" for length in lengths)], rows,
         caption=f"Seeds {', '.join(map(str, SEEDS))} of each model: the mean, and the range in "
                 f"brackets. *Right*: exact match on the figure's 2,000 held-out inputs of that "
-                f"length. *Every count ≤ 10*: the share of them in which no letter occurs more "
-                f"than 10 times (the same inputs for every model); *right on those*: exact match "
-                f"on that share alone. *Padded*: the figure's 2,000 held-out inputs of 10 tokens, "
-                f"blanks appended up to the length: their counts and answers stay those of 10 "
-                f"tokens. *Largest answer*: the largest count a seed gave on the inputs of that "
-                f"length (the range over seeds). Classes: counts 0 to "
-                f"{task[one].num_classes - 1} after one length, 0 to "
-                f"{task[mixed].num_classes - 1} after mixed lengths. Of the inputs drawn in "
-                f"training, {percent(above[one], 3)} hold a letter more than {largest} times at "
-                f"10 tokens, {percent(above[mixed], 3)} more than 10 times at 5 to 20 tokens "
-                f"(exact shares: every input of a length alike, every length alike).")
+                f"length. *Every count ≤ 10*: those of them in which no letter occurs more than "
+                f"10 times (the same inputs for both models). *Padded*: the figure's 2,000 "
+                f"held-out inputs of 10 tokens, blanks appended up to the length: their counts "
+                f"and answers stay those of 10 tokens. *Largest answer*: the largest count a seed "
+                f"gave at that length. Of the inputs drawn in training, {percent(above[one], 3)} "
+                f"hold a letter more than {largest} times at 10 tokens, {percent(above[mixed], 3)}"
+                f" more than 10 times at 5 to 20 tokens (exact shares: every input of a length "
+                f"alike, every length alike).")
