@@ -249,14 +249,14 @@ def counting_counts() -> str:
         values = sorted({int(result["largest"][index]) for result in results[name]})
         return "–".join(map(str, sorted({values[0], values[-1]})))
 
-    rows = [row("inputs with every count ≤ 10, %", one, "small")]
+    rows = [row("inputs with every count ≤&nbsp;10&nbsp;%", one, "small")]
     for name, trained in ((one, "10 tokens"), (mixed, "5 to 20 tokens")):
         rows += [[f"**{name.removesuffix(', start token')}** ({trained}; classes "
                   f"0–{task[name].num_classes - 1})",
                   *[""] * len(lengths)],
-                 row("right, %", name, "exact"),
-                 row("right on every count ≤ 10, %", name, "exact_small"),
-                 row("padded: right, %", name, "padded"),
+                 row("right&nbsp;%", name, "exact"),
+                 row("right on every count ≤&nbsp;10&nbsp;%", name, "exact_small"),
+                 row("padded: right&nbsp;%", name, "padded"),
                  ["largest answer", *(answers(index, name) for index in at)]]
     largest = int(max(max(result["largest"]) for result in results[one]))
     share = partial(experiments.share_with_count_above, letters=task[one].vocab_size)
