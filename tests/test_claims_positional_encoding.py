@@ -254,3 +254,65 @@ def test_a_balanced_loss_breaks_the_ceiling_but_costs_the_common_counts(by_count
     task = SignalTask()
     bound = float(multiset_bound(task.max_len, task.vocab_size))
     assert sum(exact["learned, balanced loss"]) / len(SEEDS) < bound
+
+
+# --- the start-token models beyond their training: the counts, or the length ------------------
+
+START_TOKEN = ("one length, start token", "mixed lengths, start token")
+
+
+@pytest.fixture(scope="module")
+def counts_or_length(site_models):
+    for name in START_TOKEN:
+        for model in site_seeds("counting", **COUNTING_LENGTH_VARIANTS[name]):
+            site_models(model)  # trained (in parallel) before the experiment reads them
+    results = experiments.counts_or_length_by_variant()
+    lengths = experiments.COUNTING_LENGTHS[4:]
+    return {name: [{key: dict(zip(lengths, values, strict=True)) if isinstance(values, list)
+                    else values for key, values in result.items()} for result in results[name]]
+            for name in START_TOKEN}
+
+
+def test_the_conditioning_splits_the_figures_own_inputs(counts_or_length, counting_lengths):
+    for name in START_TOKEN:
+        for result, figure in zip(counts_or_length[name], counting_lengths[name], strict=True):
+            for length, exact in result["exact"].items():
+                assert exact == pytest.approx(figure[length]), (name, length)  # the same inputs
+                small, right = result["small"][length], result["exact_small"][length]
+                assert exact >= small * right - 1e-5  # right on the small ones is part of it
+                assert exact <= small * right + (1 - small) + 1e-5
+
+
+def test_mixed_lengths_with_a_start_token_fail_for_the_counts_alone(counts_or_length):
+    for result in counts_or_length["mixed lengths, start token"]:
+        assert result["largest_class"] == 20
+        for length in (20, 25, 30, 35, 40):
+            assert result["exact_small"][length] >= 0.99, (length, result)
+            assert result["padded"][length] >= 0.99, (length, result)
+            # so the overall fall follows the share of inputs whose counts stay at most 10
+            assert abs(result["exact"][length] - result["small"][length]) <= 0.02, length
+        assert max(result["largest"].values()) <= 11  # classes up to 20, answers up to 11
+        # at 40 tokens almost every input has a class for each count, yet most are wrong
+        assert result["has_class"][40] >= 0.99 and result["exact"][40] < 0.2
+
+
+def test_one_length_with_a_start_token_fails_for_both(counts_or_length):
+    results = counts_or_length["one length, start token"]
+    for result in results:
+        assert result["largest_class"] == 10  # an input with a count of 11 or more is wrong
+        assert max(result["largest"].values()) <= 8  # never 9 or 10, at any length
+        assert result["exact_small"][25] < 0.9  # wrong on some inputs with every count <= 10
+        assert result["padded"][25] >= 0.95  # 10-token inputs padded to 25 stay right
+        assert result["padded"][25] > result["exact_small"][25]
+    # the length alone: at 30 and 40 tokens the seeds part, some right, some wrong
+    for length in (30, 40):
+        padded = sorted(result["padded"][length] for result in results)
+        assert padded[-1] >= 0.95 and padded[0] < 0.1, (length, padded)
+
+
+def test_training_rarely_shows_the_counts_the_models_never_give():
+    one = experiments.share_with_count_above(8, length=10, letters=3)
+    mixed = sum(experiments.share_with_count_above(10, length=length, letters=3)
+                for length in range(5, 21)) / 16
+    assert one < 1e-4 and mixed < 0.01
+    assert experiments.share_with_count_above(10, length=10, letters=3) == 0.0

@@ -10,6 +10,9 @@
 * [`counting_lengths`][attnprimer.experiments.positional_encoding.counting_lengths]: the
   counting models (one length or mixed lengths, with or without a start token) at lengths
   from 2 to 40;
+* [`counts_or_length`][attnprimer.experiments.positional_encoding.counts_or_length]: why they
+  fail beyond their training: the inputs whose counts stay small scored apart from the
+  others, and short inputs padded with blanks (the length grows, the counts do not);
 * [`doubling_gap`][attnprimer.experiments.positional_encoding.doubling_gap]: a position-free
   counting model gives the same answer to an input and to the input written twice.
 
@@ -19,27 +22,44 @@ Shape legend: B batch, S input length, D hidden size, C classes.
 
 from __future__ import annotations
 
+from math import comb
+from typing import Any
+
 import torch
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.cache import cached_result
 from attnprimer.multihead import MultiHeadAttention
-from attnprimer.positional import sinusoidal_encoding
-from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, site_seeds
+from attnprimer.positional import POSITIONAL_ENCODINGS, sinusoidal_encoding
+from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, SIGNAL_VARIANTS, site_seeds
 from attnprimer.train import TrainedModel, held_out_generator, predict, single_thread
 
 __all__ = [
     "COUNTING_LENGTHS",
+    "SIGNAL_GROUPS",
     "accuracy_by_count",
     "cached_accuracy_by_count",
     "counting_lengths",
+    "counts_or_length",
+    "counts_or_length_by_variant",
     "doubling_gap",
     "equivariance_gaps",
+    "share_with_count_above",
+    "signal_group",
     "signal_weight_by_letter",
 ]
 
 COUNTING_LENGTHS = (2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 35, 40)
 """The input lengths at which the counting models are scored (trained at 10, or 5 to 20)."""
+
+SIGNAL_GROUPS: dict[str, dict[str, Any]] = {
+    **{encoding: {"pos_enc": encoding} for encoding in POSITIONAL_ENCODINGS}, **SIGNAL_VARIANTS}
+"""Every group of signal models the page compares, by name: their task settings."""
+
+
+def signal_group(name: str) -> list[TrainedModel]:
+    """Every seed of the signal models called ``name`` in ``SIGNAL_GROUPS``, trained."""
+    return [model.trained() for model in site_seeds("signal", **SIGNAL_GROUPS[name])]
 
 
 @torch.no_grad()
@@ -124,6 +144,80 @@ def counting_lengths(lengths: tuple[int, ...] = COUNTING_LENGTHS) -> dict[str, l
     return {name: [cached_accuracy_by_length(model.trained(), lengths)
                    for model in site_seeds("counting", **settings)]
             for name, settings in COUNTING_LENGTH_VARIANTS.items()}
+
+
+@torch.no_grad()
+def counts_or_length(trained: TrainedModel, lengths: tuple[int, ...] = COUNTING_LENGTHS[4:],
+                     short: int = 10, samples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Why a counting model fails at lengths it never trained on: the counts, or the length.
+
+    A longer random input is longer *and* holds larger counts. Two measurements pull the two
+    apart. The first conditions: on the held-out inputs of the length figure
+    ([`accuracy_by_length`][attnprimer.analysis.accuracy_by_length], the same seed), the
+    inputs whose every count stays at most ``short`` are scored apart from the others. The
+    second intervenes: the held-out inputs of ``short`` tokens get blanks appended up to each
+    length, so the counts and the right answers stay those of a short input and only the
+    length grows (the counting models have no positions: where the blanks go does not matter).
+
+    Returns:
+        ``largest_class``: the largest count the model has a class for; and one value per
+        length of ``lengths`` (each at least ``short``) under ``exact``: exact match;
+        ``small``: the share of inputs whose every count is at most ``short``;
+        ``exact_small``: exact match on those inputs (NaN if there are none);
+        ``has_class``: the share of inputs whose every count has a class;
+        ``largest``: the largest count the model answered; ``padded``: exact match on
+        the ``short``-token inputs padded with blanks to the length.
+    """
+    if min(lengths) < short:
+        raise ValueError(f"every length must be at least short={short}, got {lengths}")
+    task, model = trained.task, trained.model
+    originals = task.at_length(short).sample(samples, held_out_generator(seed))  # (B, short)
+    result: dict[str, Any] = {"largest_class": task.num_classes - 1}
+    for length in lengths:
+        batch = task.at_length(length).sample(samples, held_out_generator(seed))
+        predictions = predict(model, batch.inputs)[1]  # (B, T)
+        right = (predictions == batch.targets).all(dim=1)  # (B,)
+        largest_count = batch.targets.max(dim=1).values  # (B,): each input's largest count
+        small = largest_count <= short
+        blanks = torch.zeros(samples, length - short, dtype=originals.inputs.dtype)
+        padded = predict(model, torch.cat([originals.inputs, blanks], dim=1))[1]  # (B, T)
+        measured = {
+            "exact": right.float().mean(),
+            "small": small.float().mean(),
+            "exact_small": right[small].float().mean(),
+            "has_class": (largest_count < task.num_classes).float().mean(),
+            "largest": predictions.max(),
+            "padded": (padded == originals.targets).all(dim=1).float().mean(),
+        }
+        for key, value in measured.items():
+            result.setdefault(key, []).append(float(value))
+    return result
+
+
+def counts_or_length_by_variant() -> dict[str, list[dict[str, Any]]]:
+    """[`counts_or_length`][attnprimer.experiments.positional_encoding.counts_or_length] of
+    every counting variant (by name), one result per seed, each computed once per model."""
+    return {name: [cached_result(counts_or_length, model.trained())
+                   for model in site_seeds("counting", **settings)]
+            for name, settings in COUNTING_LENGTH_VARIANTS.items()}
+
+
+def share_with_count_above(count: int, length: int, letters: int) -> float:
+    """The exact share of random inputs (``length`` tokens, each one of ``letters`` letters or
+    the blank, all equally likely: the counting task's inputs) in which some letter occurs
+    more than ``count`` times.
+
+    Examples:
+        >>> share_with_count_above(1, length=2, letters=1)   # "AA" of "  ", " A", "A ", "AA"
+        0.25
+    """
+    # ways[m]: the words of m letters in which every letter so far occurs at most `count` times
+    ways = [1]
+    for _ in range(letters):
+        ways = [sum(ways[m - k] * comb(m, k) for k in range(min(count, m) + 1)
+                    if m - k < len(ways)) for m in range(len(ways) + count)]
+    kept = sum(number * comb(length, m) for m, number in enumerate(ways) if m <= length)
+    return 1 - kept / (letters + 1) ** length
 
 
 @torch.no_grad()

@@ -1,8 +1,9 @@
 """Every figure and table on the site: one module per chapter, and the registry that builds them.
 
 * [`plotting`][attnprimer.figures.plotting]: pure ``plot_*`` helpers shared by the chapters,
-  and reproducible saving; [`mechanisms`][attnprimer.figures.mechanisms]: pure plots of
-  attention on synthetic data; [`tables`][attnprimer.figures.tables]: Markdown tables.
+  and reproducible saving; [`mechanisms`][attnprimer.figures.mechanisms] and
+  [`encodings`][attnprimer.figures.encodings]: pure plots of attention and of position
+  encodings on synthetic data; [`tables`][attnprimer.figures.tables]: Markdown tables.
 * One module per chapter, named by the chapter's slug (underscores for dashes):
   [`rnn_recap`][attnprimer.figures.rnn_recap], [`bahdanau`][attnprimer.figures.bahdanau],
   [`qkv`][attnprimer.figures.qkv], [`self_attention`][attnprimer.figures.self_attention],

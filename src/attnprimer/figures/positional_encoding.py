@@ -1,12 +1,13 @@
 """Figures and tables of the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
 
-The encodings and score biases, and the trained signal and counting models; the experiments
-are in [`attnprimer.experiments.positional_encoding`][attnprimer.experiments.positional_encoding].
+The trained signal and counting models; the pure plots of the encodings and score biases are
+in [`figures.encodings`][attnprimer.figures.encodings], the experiments in
+[`attnprimer.experiments.positional_encoding`][attnprimer.experiments.positional_encoding].
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from functools import partial
 
 import numpy as np
 import torch
@@ -15,77 +16,24 @@ from matplotlib.figure import Figure
 from attnprimer.analysis import cached_accuracy_by_length, signal_attention
 from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
+from attnprimer.experiments.positional_encoding import SIGNAL_GROUPS, signal_group
+from attnprimer.figures.encodings import plot_rotary_scores, plot_score_biases, plot_sinusoidal
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          plot_accuracy_curves, plot_lengths, weight_colorbar)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cli_sample, markdown_table, percent
-from attnprimer.positional import (POSITIONAL_ENCODINGS, RelativePositionBias, alibi_bias,
-                                   alibi_slopes, apply_rotary, sinusoidal_encoding)
+from attnprimer.figures.tables import cli_sample, markdown_table, mean_range, percent
+from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.report import attention_report, encoding_norms_report
-from attnprimer.site_models import SEEDS, SIGNAL_EXAMPLE, SIGNAL_VARIANTS, site_model, site_seeds
+from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_EXAMPLE,
+                                    SIGNAL_VARIANTS, site_model, site_seeds)
 from attnprimer.tasks import Task
 from attnprimer.tasks.signal import multiset_bound
-from attnprimer.train import TrainedModel, predict_one
+from attnprimer.train import predict_one
 
-__all__ = ["LENGTHS", "plot_learned_norms", "plot_rotary_scores",
-           "plot_score_biases", "plot_signal_attention", "plot_sinusoidal"]
+__all__ = ["LENGTHS", "plot_learned_norms", "plot_signal_attention"]
 
 LENGTHS = tuple(range(5, 21))
 """The input lengths the length-generalisation figure evaluates at."""
-
-
-def plot_sinusoidal(length: int = 64, dim: int = 64, starts: Iterable[int] = (0, 10, 30)) -> Figure:
-    """The sinusoidal encoding as a heatmap, and the dot product of two positions against their offset.
-
-    Examples:
-        >>> figure = plot_sinusoidal(length=16, dim=8, starts=(0, 4))
-        >>> [axes.get_xlabel() for axes in figure.axes[:2]]
-        ['dimension', 'offset k']
-    """
-    starts = list(starts)
-    encoding = sinusoidal_encoding(length, dim)  # (L, D)
-    figure = Figure(figsize=(10, 3.8), layout="constrained")
-    left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
-    image = left.imshow(encoding.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    left.set_xlabel("dimension")
-    left.set_ylabel("position")
-    left.set_title(f"sinusoidal encoding (L = {length}, D = {dim})")
-    figure.colorbar(image, ax=left, label="value")
-    reach = length - max(starts)
-    styles = [("-", 3.0), ("--", 1.8), (":", 1.8), ("-.", 1.2)]
-    for colour, (style, width), start in zip((BLUE, ORANGE, GREEN, GREY), styles, starts):
-        offsets = np.arange(-start, reach)
-        products = (encoding[start] * encoding[start + offsets]).sum(-1).numpy()
-        right.plot(offsets, products, color=colour, ls=style, lw=width,
-                   label=f"from position {start}")
-    right.set_xlabel("offset k")
-    right.set_ylabel("p(i) · p(i + k)")
-    right.set_title("similarity depends on the offset only")
-    right.legend(fontsize=8)
-    right.grid(alpha=0.3)
-    return figure
-
-
-def plot_rotary_scores(dim: int = 16, length: int = 12, seed: int = 0) -> Figure:
-    """The score of one query and one key placed at every pair of positions: rotary, added."""
-    generator = torch.Generator().manual_seed(seed)
-    query, key = torch.randn(2, dim, generator=generator)
-    rotated_queries = apply_rotary(query.expand(length, dim))  # (L, D): the query at every m
-    rotated_keys = apply_rotary(key.expand(length, dim))  # (L, D): the key at every n
-    encoding = sinusoidal_encoding(length, dim)
-    panels = {
-        "rotary: (R_m q) · (R_n k)": rotated_queries @ rotated_keys.T,
-        "added: (q + p_m) · (k + p_n)": (query + encoding) @ (key + encoding).T,
-    }
-    figure = Figure(figsize=(9, 3.9), layout="constrained")
-    for axes, (title, scores) in zip(figure.subplots(1, 2), panels.items(), strict=True):
-        limit = float(scores.abs().max())
-        image = axes.imshow(scores.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit)
-        axes.set_title(title, fontsize=10)
-        axes.set_xlabel("key position n")
-        axes.set_ylabel("query position m")
-        figure.colorbar(image, ax=axes, label="score q · k", fraction=0.05)
-    return figure
 
 
 def plot_learned_norms(norms: dict[str, torch.Tensor], length: int) -> Figure:
@@ -137,34 +85,7 @@ def plot_signal_attention(task: Task, tokens: torch.Tensor, prediction: torch.Te
     return figure
 
 
-def plot_score_biases(heads: int = 8, length: int = 12) -> Figure:
-    """What ALiBi and a learned relative bias add to the scores: (L, S) tables of one head."""
-    relative = RelativePositionBias(1, max_offset=3)
-    with torch.no_grad():  # a table that prefers the key one step to the left, clipped at ±3
-        relative.table[0] = torch.tensor([-3.0, -1.5, 2.0, 0.0, -0.5, -1.0, -2.0])
-    slope = f"1/{1 / float(alibi_slopes(heads)[0]):.0f}"
-    panels = {f"ALiBi, head 1 of {heads} (slope {slope})": alibi_bias(heads, length)[0],
-              "ALiBi, causal, same head": alibi_bias(heads, length, causal=True)[0],
-              "relative bias (a table per offset, ±3)": relative(length)[0].detach()}
-    figure = Figure(figsize=(11, 3.6), layout="constrained")
-    for axes, (title, bias) in zip(figure.subplots(1, 3), panels.items(), strict=True):
-        image = axes.imshow(bias.numpy(), cmap="RdBu_r", vmin=-6, vmax=6)
-        axes.set_title(title, fontsize=9)
-        axes.set_xlabel("key position n")
-        axes.set_ylabel("query position m")
-    figure.colorbar(image, ax=figure.axes, label="added to the score", fraction=0.03)
-    return figure
-
-
 # --- the recipes ------------------------------------------------------------------------------
-
-
-SIGNAL_GROUPS = {**{encoding: {"pos_enc": encoding} for encoding in POSITIONAL_ENCODINGS},
-                 **SIGNAL_VARIANTS}  # every group of signal models the page shows, by name
-
-
-def _group(name: str) -> list[TrainedModel]:
-    return [model.trained() for model in site_seeds("signal", **SIGNAL_GROUPS[name])]
 
 
 @recipe("equivariance", "permutation equivariance of attention, measured on our modules")
@@ -197,7 +118,7 @@ def score_biases() -> Figure:
 def signal_accuracy() -> str:
     first, rows = site_model("signal", pos_enc="learned").trained(), []
     for name in SIGNAL_GROUPS:
-        scores = [cached_evaluation(trained).exact_match for trained in _group(name)]
+        scores = [cached_evaluation(trained).exact_match for trained in signal_group(name)]
         rows.append([name, *map(percent, scores), f"**{percent(float(np.mean(scores)))}**"])
     bound = float(multiset_bound(first.task.max_len, first.task.vocab_size))
     rows.append(["*best possible from the multiset alone*", *[""] * len(SEEDS),
@@ -216,7 +137,7 @@ def signal_accuracy() -> str:
 def signal_counts() -> str:
     counts, rows = range(6, 11), []
     for name in [*POSITIONAL_ENCODINGS[1:], *SIGNAL_VARIANTS]:
-        results = [experiments.cached_accuracy_by_count(trained) for trained in _group(name)]
+        results = [experiments.cached_accuracy_by_count(trained) for trained in signal_group(name)]
         rows.append([name, *("/".join(f"{100 * result['accuracy'][count]:.0f}"
                                       for result in results) for count in counts),
                      "/".join(f"{max(result['largest']):.0f}" for result in results)])
@@ -232,7 +153,7 @@ def signal_counts() -> str:
 @recipe("signal_training", "held-out exact match of the signal models while training")
 def signal_training() -> Figure:
     return plot_accuracy_curves({f"{encoding} encoding": [trained.history for trained in
-                                                          _group(encoding)]
+                                                          signal_group(encoding)]
                                  for encoding in POSITIONAL_ENCODINGS})
 
 
@@ -262,7 +183,7 @@ def signal_sample() -> str:
 
 @recipe("signal_norms", "the learned encoding's norm at each position, three seeds")
 def signal_norms() -> Figure:
-    models = _group("learned")
+    models = signal_group("learned")
     norms = {f"seed {seed}": m.model.position.norms() for seed, m in zip(SEEDS, models)}
     return plot_learned_norms(norms, models[0].task.length)
 
@@ -271,7 +192,7 @@ def signal_norms() -> Figure:
 def signal_letters() -> str:
     rows = []
     for encoding in ("learned", "sinusoidal"):
-        for seed, trained in zip(SEEDS, _group(encoding), strict=True):
+        for seed, trained in zip(SEEDS, signal_group(encoding), strict=True):
             weights = experiments.signal_weight_by_letter(trained)
             rows.append([encoding, seed, *(f"{weight:.2f}" for weight in weights.values())])
     return markdown_table(
@@ -284,7 +205,7 @@ def signal_letters() -> str:
 def signal_where() -> str:
     rows, kinds = [], []
     for name in SIGNAL_GROUPS:
-        results = [signal_attention(trained) for trained in _group(name)]
+        results = [signal_attention(trained) for trained in signal_group(name)]
         kinds = list(results[0])
         rows.append([name, *("/".join(f"{result[kind]:.2f}" for result in results)
                              for kind in kinds)])
@@ -299,7 +220,8 @@ def signal_where() -> str:
 @recipe("length_generalisation", "exact match against the input length, trained at length 10")
 def length_generalisation() -> Figure:
     groups = {"counting": [model.trained() for model in site_seeds("counting")],
-              **{f"signal, {name} encoding": _group(name) for name in POSITIONAL_ENCODINGS[1:]}}
+              **{f"signal, {name} encoding": signal_group(name)
+                 for name in POSITIONAL_ENCODINGS[1:]}}
     curves = {label: [cached_accuracy_by_length(trained, LENGTHS) for trained in models]
               for label, models in groups.items()}
     return plot_lengths(curves, LENGTHS, (10, 10), "trained at 10")
@@ -309,3 +231,47 @@ def length_generalisation() -> Figure:
 def counting_lengths() -> Figure:
     return plot_lengths(experiments.counting_lengths(), experiments.COUNTING_LENGTHS, (5, 20),
                         "mixed lengths: trained from 5 to 20; the others at 10")
+
+
+@recipe("counting_counts", "start-token counting beyond training: large counts, or the length")
+def counting_counts() -> str:
+    results, lengths = experiments.counts_or_length_by_variant(), (20, 25, 30, 40)
+    one, mixed = "one length, start token", "mixed lengths, start token"
+    task = {name: site_model("counting", **COUNTING_LENGTH_VARIANTS[name]).task
+            for name in (one, mixed)}
+    at = [experiments.COUNTING_LENGTHS[4:].index(length) for length in lengths]
+
+    def row(label, name, key):
+        return [label, *(mean_range(result[key][index] for result in results[name])
+                         for index in at)]
+
+    def answers(index, name):  # the largest answer, the range over seeds
+        values = sorted({int(result["largest"][index]) for result in results[name]})
+        return "–".join(map(str, sorted({values[0], values[-1]})))
+
+    rows = [row("inputs with every count ≤&nbsp;10&nbsp;%", one, "small")]
+    for name, trained in ((one, "10 tokens"), (mixed, "5 to 20 tokens")):
+        rows += [[f"**{name.removesuffix(', start token')}** ({trained}; classes "
+                  f"0–{task[name].num_classes - 1})",
+                  *[""] * len(lengths)],
+                 row("right&nbsp;%", name, "exact"),
+                 row("right on every count ≤&nbsp;10&nbsp;%", name, "exact_small"),
+                 row("padded: right&nbsp;%", name, "padded"),
+                 ["largest answer", *(answers(index, name) for index in at)]]
+    largest = int(max(max(result["largest"]) for result in results[one]))
+    share = partial(experiments.share_with_count_above, letters=task[one].vocab_size)
+    mixed_lengths = range(task[mixed].max_len // 4, task[mixed].max_len + 1)  # as CountingTask
+    above = {one: share(largest, task[one].max_len),
+             mixed: float(np.mean([share(10, length) for length in mixed_lengths]))}
+    return markdown_table(
+        ["start-token models", *(f"{length} tokens" for length in lengths)], rows,
+        caption=f"Seeds {', '.join(map(str, SEEDS))} of each model: the mean, and the range in "
+                f"brackets. *Right*: exact match on the figure's 2,000 held-out inputs of that "
+                f"length. *Every count ≤ 10*: those of them in which no letter occurs more than "
+                f"10 times (the same inputs for both models). *Padded*: the figure's 2,000 "
+                f"held-out inputs of 10 tokens, blanks appended up to the length: their counts "
+                f"and answers stay those of 10 tokens. *Largest answer*: the largest count a seed "
+                f"gave at that length. Of the inputs drawn in training, {percent(above[one], 3)} "
+                f"hold a letter more than {largest} times at 10 tokens, {percent(above[mixed], 3)}"
+                f" more than 10 times at 5 to 20 tokens (exact shares: every input of a length "
+                f"alike, every length alike).")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["cell", "cli_sample", "markdown_table", "percent"]
+__all__ = ["cell", "cli_sample", "markdown_table", "mean_range", "percent"]
 
 
 def percent(value: float, digits: int = 2) -> str:
@@ -19,6 +19,23 @@ def percent(value: float, digits: int = 2) -> str:
         '99.75&nbsp;%'
     """
     return f"{value:.{digits}%}".replace("%", "&nbsp;%")
+
+
+def mean_range(values: Iterable[float], digits: int = 1) -> str:
+    """Fractions (one per seed) as a percentage: the mean, then the range in brackets
+    (a narrow no-break space and a word joiner after the dash, so that a cell never breaks
+    inside it; the header says %).
+
+    Examples:
+        >>> mean_range([0.5, 0.625, 0.53])
+        '55.2&#8239;(50.0–&#8288;62.5)'
+        >>> mean_range([1.0, 1.0, 1.0])
+        '100.0'
+    """
+    values = [100 * value for value in values]
+    mean = f"{sum(values) / len(values):.{digits}f}"
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return mean if low == high else f"{mean}&#8239;({low}–&#8288;{high})"
 
 
 def cell(text: str) -> str:
