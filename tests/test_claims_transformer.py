@@ -111,3 +111,40 @@ def test_the_decoder_only_model_is_near_chance_beyond_position_nine(models):
 def test_one_teacher_forced_pass_equals_one_pass_per_step(models, name):
     steps, difference, accuracy = _step_by_step(models[name][0])
     assert steps == 11 and difference < 1e-4 and accuracy > 0.99
+
+
+def test_the_decoder_only_model_has_under_half_the_attention_rnns_parameters(models):
+    def count(trained):
+        return sum(parameter.numel() for parameter in trained.model.parameters())
+
+    assert 2 * count(models["Transformer (decoder-only)"][0]) < count(
+        models["attention (additive)"][0])
+
+
+def test_one_attention_rnn_seed_alone_reaches_99_percent(models):
+    assert sum(first_step_reaching(t.history, 0.99) is not None
+               for t in models["attention (additive)"]) == 1
+
+
+def test_beyond_the_training_lengths_the_transformers_fall_off_fastest(by_length):
+    """Mean over seeds and over lengths 11-20: each Transformer under every RNN; the attention
+    RNN at about a fifth."""
+    beyond = {name: runs[:, len(INSIDE):].mean() for name, runs in by_length.items()}
+    for name in TRANSFORMERS:
+        assert all(beyond[name] < beyond[rnn] for rnn in RNNS), name
+    assert 0.15 <= beyond["attention (additive)"] <= 0.25
+
+
+def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models):
+    def mean_curve(name):
+        return np.mean([cached_copies_by_position(t, BEYOND)["position"] for t in models[name]],
+                       axis=0)
+
+    additive = mean_curve("attention (additive)")
+    for name in TRANSFORMERS:
+        assert (additive > mean_curve(name)).all(), name
+    assert mean_curve("Transformer (encoder-decoder)")[:10].max() < 0.5
+    assert mean_curve("Transformer (decoder-only)")[:10].max() < 0.35
+    for trained in models["attention (additive)"]:  # best at the two ends
+        positions = cached_copies_by_position(trained, BEYOND)["position"]
+        assert min(positions[0], positions[-1]) > positions[9] + 0.2

@@ -89,7 +89,7 @@ class EncoderBlock(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, L, D), mask (B, L, L) or (L, L) -> (B, L, D), weights (B, H, L, L)."""
-        if self.pre_norm:  # x + f(norm(x)): the residual path is never normalised
+        if self.pre_norm:  # x + f(norm(x)): the residual path stays as it is
             context, weights = self.attention(self.norm_attention(x),
                                               mask=mask)
             x = x + context
@@ -180,7 +180,9 @@ class Transformer(nn.Module):
     Args:
         num_tokens: input tokens, padding (0) included.
         num_outputs: C, output tokens, padding included; the decoder also embeds a start token.
-        dim: D. heads: H. layers: blocks in the encoder and in the decoder.
+        dim: D.
+        heads: H.
+        layers: blocks in the encoder and in the decoder.
         hidden: F, the feed-forward size (default 4 D).
         pre_norm: pre-LN blocks (and a norm after each stack) instead of post-LN.
 
@@ -264,8 +266,11 @@ class DecoderOnly(nn.Module):
     Args:
         num_outputs: C, output tokens (padding, the input's letters, the end...); the
             separator is token C.
-        dim, heads, layers, hidden, pre_norm: as for
-            [`Transformer`][attnprimer.transformer.Transformer].
+        dim: D.
+        heads: H.
+        layers: blocks in the stack.
+        hidden: F, the feed-forward size (default 4 D).
+        pre_norm: pre-LN blocks (and a norm after the stack) instead of post-LN.
 
     Examples:
         >>> model = DecoderOnly(num_outputs=8, dim=16, heads=2, layers=1)
@@ -291,7 +296,7 @@ class DecoderOnly(nn.Module):
     def run(self, sequence: torch.Tensor, source_length: int):
         """sequence (B, L), its first S tokens the input -> logits (B, L, C), weights."""
         length = sequence.shape[1]
-        # Keys: the input's padding is masked, everything after it is real: (B, L)
+        # Keys: the input's padding is masked, the rest is real: (B, L)
         real = torch.ones_like(sequence, dtype=torch.bool)
         real[:, :source_length] = sequence[:, :source_length] != PAD
         mask = combine_masks(causal_mask(length), real[:, None, :])  # (B, L, L)
