@@ -159,8 +159,8 @@ def copies() -> Figure:
         line.set_color(COLOURS[name])
         band.set_color(COLOURS[name])
     axes.axhline(1 / 8, color=GREY, ls=":", lw=0.8)
-    axes.text(positions[-1], 1 / 8 - 0.015, "chance: 1 in 8", fontsize=8, color=GREY, ha="right",
-              va="top")
+    axes.text(INSIDE[-1] - 0.7, 1 / 8 + 0.01, "chance: 1 in 8", fontsize=8, color=GREY,
+              ha="right", va="bottom")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(fontsize=8, loc="upper right")
     axes.set_xlabel("input position of the letter to copy (0 = first letter)")
