@@ -634,4 +634,4 @@ EXERCISES: dict[str, Exercise] = {
 # The Transformer lab's exercises live in their own module, which adds them to EXERCISES when
 # it is imported; importing it here makes `check("encoder_block", ...)` work from this module
 # alone, whichever of the two is imported first.
-import attnprimer.exercises_transformer  # noqa: E402, F401
+import attnprimer.exercises_transformer  # noqa: F401
