@@ -80,20 +80,23 @@ def _add_code(relative: str):
 
 def test_the_site_has_models_of_every_task():
     assert {model.task.name for model in SITE_MODELS} == {"counting", "difference", "signal",
-                                                          "reversal"}
+                                                          "reversal", "reversal-transformer"}
 
 
 @pytest.mark.parametrize("module, retrained", [
-    ("tasks/reversal.py", {"reversal"}),
+    # The Transformers' task extends the reversal task: its sampling is theirs too
+    ("tasks/reversal.py", {"reversal", "reversal-transformer"}),
+    ("transformer.py", {"reversal-transformer"}),
     ("tasks/signal.py", {"signal"}),
-    ("rnn.py", {"reversal"}),
-    ("positional.py", {"signal"}),
+    ("rnn.py", {"reversal", "reversal-transformer"}),  # imported by the reversal task
+    ("positional.py", {"signal", "reversal-transformer"}),
     ("models/signal.py", {"signal"}),
     ("models/difference.py", {"difference"}),
     ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
-    ("dot_product.py", {"counting", "difference", "signal", "reversal"}),
-    ("train.py", {"counting", "difference", "signal", "reversal"}),  # the training loop
+    ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer"}),
+    ("train.py", {"counting", "difference", "signal", "reversal",  # the training loop
+                  "reversal-transformer"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained

@@ -38,6 +38,9 @@ DIAGRAMS = {
     "positional-encoding/signal_diagram": ["EncoderLayer", "readout", "+ position",
                                            "feed-forward", "LayerNorm", "encoded", "(B, S, D)",
                                            "query", "logits (B, 1, C)"],
+    "transformer/transformer_diagram": ["EncoderBlock, x 2", "DecoderBlock, x 2", "memory",
+                                        "causal self-attention", "cross-attention", "K, V",
+                                        "feed-forward", "LayerNorm", "(B, T, C)"],
 }
 
 

@@ -630,3 +630,8 @@ EXERCISES: dict[str, Exercise] = {
                      MERGE_HEADS, SINUSOIDAL_ENCODING)
 }
 """Every exercise of the labs, by the name of the function the reader writes."""
+
+# The Transformer lab's exercises live in their own module, which adds them to EXERCISES when
+# it is imported; importing it here makes `check("encoder_block", ...)` work from this module
+# alone, whichever of the two is imported first.
+import attnprimer.exercises_transformer  # noqa: F401

@@ -94,7 +94,8 @@ class TrainedModel:
         model: the trained module, in eval mode.
         history: ``step``, ``loss`` (every step) and ``held_out_step``,
             ``held_out_exact_match`` (every ``eval_every`` steps) lists.
-        train_seconds: wall time of training; informative only, never shown on the site.
+        train_seconds: wall time of training: a measurement of that run, which another run will
+            not repeat exactly (the Transformer chapter's cost table shows it, and says so).
     """
 
     task: Task

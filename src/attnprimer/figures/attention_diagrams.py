@@ -2,11 +2,13 @@
 
 Scaled dot-product attention and the counting model (the QKV chapter), multi-head split and
 merge (the self-attention chapter), and the signal model with its encoder layer (the
-positional-encoding chapter), each drawn from the code it shows:
+positional-encoding chapter), the pre-LN encoder-decoder Transformer (the Transformer chapter),
+each drawn from the code it shows:
 [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention],
 [`CountingModel`][attnprimer.models.counting.CountingModel],
-[`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention] and
-[`SignalModel`][attnprimer.models.signal.SignalModel]. None needs a trained model.
+[`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention],
+[`SignalModel`][attnprimer.models.signal.SignalModel] and
+[`Transformer`][attnprimer.transformer.Transformer]. None needs a trained model.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from attnprimer.figures.plotting import BLUE, GREEN, ORANGE, PURPLE
 from attnprimer.figures.registry import recipe
 
 __all__ = ["plot_counting_model", "plot_multihead", "plot_scaled_dot_product",
-           "plot_signal_model"]
+           "plot_signal_model", "plot_transformer"]
 
 _HEADS = (BLUE, ORANGE, GREEN, PURPLE)  # one colour per head
 
@@ -205,6 +207,64 @@ def plot_signal_model() -> Figure:
     return figure
 
 
+def _stack(axes, x: float, steps, ys) -> list:
+    """Boxes up a column, each fed by the one below: steps are (text, kind, shape)."""
+    boxes = []
+    for (text, kind, shape), y in zip(steps, ys, strict=True):
+        small = text == "+"
+        boxes.append(box(axes, x, y, text, kind, shape=shape, width=0.32 if small else 1.9,
+                         height=0.32 if small else (0.5 if shape else 0.34), fontsize=9))
+        if len(boxes) > 1:
+            arrow(axes, boxes[-2].top, boxes[-1].bottom)
+    return boxes
+
+
+def _residual(axes, below, plus, side: float) -> None:
+    """The residual path: from under ``below`` (a LayerNorm) round to the ``+`` box."""
+    tap = (plus.x, below.bottom[1] - 0.14)
+    arrow(axes, tap, (side, tap[1]), head=False)
+    arrow(axes, (side, tap[1]), (side, plus.y), head=False)
+    arrow(axes, (side, plus.y), plus.left if side < plus.x else plus.right)
+
+
+def plot_transformer() -> Figure:
+    """The pre-LN encoder-decoder Transformer: two blocks side by side, residuals drawn."""
+    figure, axes = canvas(7.3, 9.3)
+    norm = ("LayerNorm", "learned", None)
+    plus = ("+", "operation", None)
+    encoder = _stack(axes, 1.75, [
+        ("input tokens", "tensor", "(B, S)"), ("embed + position", "learned", "(B, S, D)"),
+        norm, ("self-attention, H heads", "learned", None), plus, norm,
+        ("feed-forward", "learned", None), plus, norm, ("memory", "tensor", "(B, S, D)")],
+        [0.75, 1.45, 2.2, 2.75, 3.3, 3.85, 4.4, 4.95, 5.7, 6.4])
+    decoder = _stack(axes, 5.2, [
+        ("start, $y_0$ ... $y_{T-2}$", "tensor", "(B, T)"),
+        ("embed + position", "learned", "(B, T, D)"), norm,
+        ("causal self-attention", "learned", None), plus, norm,
+        ("cross-attention", "learned", None), plus, norm, ("feed-forward", "learned", None),
+        plus, norm, ("Linear", "learned", None), ("logits", "tensor", "(B, T, C)")],
+        [0.75, 1.45, 2.2, 2.75, 3.3, 3.85, 4.4, 4.95, 5.5, 6.05, 6.6, 7.3, 7.9, 8.6])
+    for start, end in ((2, 4), (5, 7)):
+        _residual(axes, encoder[start], encoder[end], 0.55)
+    for start, end in ((2, 4), (5, 7), (8, 10)):
+        _residual(axes, decoder[start], decoder[end], 6.4)
+    frame(axes, 0.35, 1.85, 3.0, 5.35, "EncoderBlock, x 2")
+    frame(axes, 3.95, 1.85, 6.6, 7.0, "DecoderBlock, x 2")
+    memory = encoder[-1]
+    arrow(axes, memory.right, (3.55, memory.y), head=False)
+    arrow(axes, (3.55, memory.y), (3.55, decoder[6].y), head=False)
+    arrow(axes, (3.55, decoder[6].y), decoder[6].left, text="K, V", where=0.1, dy=0.14,
+          fontsize=8)
+    label(axes, 1.75, 7.0, "pre-LN: x + f(LayerNorm(x)),\nand a LayerNorm after the stack",
+          fontsize=8)
+    label(axes, 1.75, 7.75, "padding is masked in every\nattention over the input",
+          fontsize=8)
+    label(axes, 5.2, 0.28, "teacher forcing: all T steps at once;\ngreedy: one step per pass",
+          fontsize=8)
+    legend(axes, 0.3, 9.05, step=2.4)
+    return figure
+
+
 @recipe("sdpa_diagram", "scaled dot-product attention as a data flow, with shapes",
         chapter="qkv")
 def sdpa_diagram() -> Figure:
@@ -227,3 +287,9 @@ def multihead_diagram() -> Figure:
         chapter="positional-encoding")
 def signal_diagram() -> Figure:
     return plot_signal_model()
+
+
+@recipe("transformer_diagram", "the pre-LN encoder-decoder Transformer, as the code builds it",
+        chapter="transformer")
+def transformer_diagram() -> Figure:
+    return plot_transformer()

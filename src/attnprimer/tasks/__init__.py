@@ -10,15 +10,17 @@ from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
 from attnprimer.tasks.reversal import ReversalTask
+from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
 from attnprimer.tasks.signal import SignalTask
 
-__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "ReversalTask", "SignalTask", "Task", "get_task"]
+__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "ReversalTask", "ReversalTransformerTask", "SignalTask", "Task", "get_task"]
 
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
     DifferenceTask.name: DifferenceTask,
     SignalTask.name: SignalTask,
     ReversalTask.name: ReversalTask,
+    ReversalTransformerTask.name: ReversalTransformerTask,
 }
 
 
@@ -31,7 +33,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...
-        ValueError: unknown task 'sorting'; known tasks: counting, difference, reversal, signal
+        ValueError: unknown task 'sorting'; known tasks: counting, difference, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

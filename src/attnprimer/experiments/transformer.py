@@ -1,0 +1,82 @@
+"""The experiments of the chapter "The Transformer": where the trained models fail, and why.
+
+* [`copies_by_position`][attnprimer.experiments.transformer.copies_by_position]: teacher-forced,
+  how often a model writes the right letter, grouped by the input position that letter is
+  copied from, and how often it ends at the right step. On inputs longer than any in training
+  it separates "cannot read position 12" from "has lost its way after an early mistake".
+* [`first_step_reaching`][attnprimer.experiments.transformer.first_step_reaching]: when a model's
+  held-out exact match first reached a level while training.
+
+Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
+Shape legend: B batch, S input length, T output steps, C output classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from attnprimer.cache import cached_result
+from attnprimer.train import TrainedModel, held_out_generator
+
+__all__ = ["cached_copies_by_position", "copies_by_position", "first_step_reaching"]
+
+
+@torch.no_grad()
+def copies_by_position(trained: TrainedModel, lengths: Iterable[int], samples: int = 500,
+                       seed: int = 0) -> dict[str, list[float]]:
+    """Teacher-forced accuracy of each copied letter by its input position, and of the end.
+
+    Output step t of an input of n letters copies position n - 1 - t; step n writes the end.
+    Every step is fed the correct previous letter, so a mistake does not carry over.
+
+    Returns:
+        ``{"position": [accuracy of the letters copied from position j, for j = 0, 1, ...],
+        "end": [accuracy of the end step at each length]}``.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTransformerTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(ReversalTransformerTask(dim=8, heads=2, layers=1), TrainConfig(steps=2))
+        >>> result = copies_by_position(trained, [2, 3], samples=10)
+        >>> len(result["position"]), len(result["end"])
+        (3, 2)
+    """
+    lengths = list(lengths)
+    right = torch.zeros(max(lengths))
+    seen = torch.zeros(max(lengths))
+    ends = []
+    trained.model.eval()
+    for length in lengths:
+        task = trained.task.at_length(length)
+        batch = task.sample(samples, held_out_generator(seed))
+        logits = trained.model(batch.inputs, batch.targets).logits  # (B, T, C)
+        correct = logits.argmax(dim=-1) == batch.targets  # (B, T), T = n + 1
+        # Step t copies position n - 1 - t: the letters' steps, reversed.
+        right[:length] += correct[:, :length].sum(dim=0).flip(0).float()
+        seen[:length] += samples
+        ends.append(correct[:, length].float().mean().item())
+    return {"position": (right / seen).tolist(), "end": ends}
+
+
+def cached_copies_by_position(trained: TrainedModel, lengths: Iterable[int],
+                              samples: int = 500) -> dict[str, list[float]]:
+    """[`copies_by_position`][attnprimer.experiments.transformer.copies_by_position] through the
+    result cache: the page's figure and the claims tests read the same numbers."""
+    return cached_result(copies_by_position, trained, lengths=list(lengths), samples=samples)
+
+
+def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:
+    """The first training step at which held-out exact match was ``level`` or more (or None).
+
+    Examples:
+        >>> first_step_reaching({"held_out_step": [100, 200], "held_out_exact_match": [0.5, 0.99]},
+        ...                     0.99)
+        200
+    """
+    for step, score in zip(history["held_out_step"], history["held_out_exact_match"],
+                           strict=True):
+        if score >= level:
+            return step
+    return None

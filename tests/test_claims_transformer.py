@@ -1,0 +1,150 @@
+"""The claims of the Transformer chapter about its trained models, every seed.
+
+They run on the models the docs build uses (the real model cache, via ``site_models``), and
+read the experiments through the same result cache as the page's figures and tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnprimer.analysis import cached_accuracy_by_length
+from attnprimer.experiments.transformer import cached_copies_by_position, first_step_reaching
+from attnprimer.figures.transformer import MODELS, RNNS, SAMPLES, _step_by_step
+from attnprimer.site_models import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
+
+INSIDE, BEYOND = list(range(1, 11)), list(range(11, 21))
+
+
+def _catalogue(name):
+    if name in TRANSFORMERS:
+        settings = TRANSFORMERS[name]
+        return site_seeds("reversal-transformer", **settings,
+                          steps=TRANSFORMER_STEPS[settings["architecture"]])
+    return site_seeds("reversal", **REVERSAL_DECODERS[name])
+
+
+@pytest.fixture(scope="module")
+def models(site_models):
+    """Every seed of every model of the page, by name."""
+    return {name: [site_models(model) for model in _catalogue(name)] for name in MODELS}
+
+
+@pytest.fixture(scope="module")
+def by_length(models):
+    """Exact match at lengths 1-20, (seeds, 20) per model: the page's numbers."""
+    return {name: np.array([cached_accuracy_by_length(trained, INSIDE + BEYOND, SAMPLES)
+                            for trained in runs]) for name, runs in models.items()}
+
+
+def test_every_model_has_three_seeds(models):
+    assert all(len(runs) == 3 for runs in models.values())
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_every_transformer_seed_reverses_the_training_lengths(by_length, name):
+    """Not undertrained: 99 % exact match or more at every length 1-10, every seed."""
+    assert by_length[name][:, : len(INSIDE)].min() >= 0.98  # the worst length of the worst seed
+    assert by_length[name][:, : len(INSIDE)].mean(axis=1).min() >= 0.995
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_the_transformers_beat_every_rnn_inside_the_training_lengths(by_length, name):
+    ours = by_length[name][:, : len(INSIDE)].mean(axis=1)
+    for rnn in RNNS:
+        assert ours.min() > by_length[rnn][:, : len(INSIDE)].mean(axis=1).max(), rnn
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_every_transformer_seed_reaches_99_percent_on_the_monitor(models, name):
+    assert all(first_step_reaching(trained.history, 0.99) is not None for trained in models[name])
+
+
+def test_the_encoder_decoder_reaches_99_percent_sooner_than_any_rnn_seed(models):
+    reached = [first_step_reaching(t.history, 0.99) for t in models["Transformer (encoder-decoder)"]]
+    for rnn in RNNS:
+        theirs = [first_step_reaching(trained.history, 0.99) for trained in models[rnn]]
+        assert all(step is None or step > max(reached) for step in theirs), rnn
+
+
+def test_the_rnns_mostly_never_reach_99_percent(models):
+    """The page: vanilla and peeky never get there; the additive model in at most one seed."""
+    for rnn in ("vanilla", "peeky"):
+        assert all(first_step_reaching(t.history, 0.99) is None for t in models[rnn])
+    assert sum(first_step_reaching(t.history, 0.99) is not None
+               for t in models["attention (additive)"]) <= 1
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_beyond_the_training_lengths_the_transformers_fall_below_the_attention_rnn(by_length,
+                                                                                name):
+    """The surprise: at every length 11-20 with anything to lose, the attention RNN's worst seed
+    does better than the Transformer's best, and from 12 letters the Transformers get under 5 %."""
+    ours, additive = by_length[name][:, len(INSIDE):], by_length["attention (additive)"][:, len(INSIDE):]
+    assert (ours.max(axis=0)[:5] < additive.min(axis=0)[:5]).all()  # lengths 11-15
+    assert ours[:, 1:].max() < 0.05  # lengths 12-20, every seed
+
+
+def test_the_decoder_only_model_gets_no_longer_input_right(by_length):
+    assert by_length["Transformer (decoder-only)"][:, len(INSIDE):].max() <= 0.002
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_teacher_forced_they_misread_even_positions_seen_in_training(models, name):
+    """Lengths 11-20, every step fed the right letters: letters copied from positions 0-9,
+    which hold letters in every training input, are still mostly wrong, unlike the RNN's."""
+    for trained in models[name]:
+        positions = cached_copies_by_position(trained, BEYOND)["position"]
+        assert max(positions[:10]) < 0.6
+    for trained in models["attention (additive)"]:
+        assert min(cached_copies_by_position(trained, BEYOND)["position"]) > 0.35
+
+
+def test_the_decoder_only_model_is_near_chance_beyond_position_nine(models):
+    for trained in models["Transformer (decoder-only)"]:
+        positions = cached_copies_by_position(trained, BEYOND)["position"]
+        assert max(positions[10:]) < 0.2  # chance: 1 in 8
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_one_teacher_forced_pass_equals_one_pass_per_step(models, name):
+    steps, difference, accuracy = _step_by_step(models[name][0])
+    assert steps == 11 and difference < 1e-4 and accuracy > 0.99
+
+
+def test_the_decoder_only_model_has_under_half_the_attention_rnns_parameters(models):
+    def count(trained):
+        return sum(parameter.numel() for parameter in trained.model.parameters())
+
+    assert 2 * count(models["Transformer (decoder-only)"][0]) < count(
+        models["attention (additive)"][0])
+
+
+def test_one_attention_rnn_seed_alone_reaches_99_percent(models):
+    assert sum(first_step_reaching(t.history, 0.99) is not None
+               for t in models["attention (additive)"]) == 1
+
+
+def test_beyond_the_training_lengths_the_transformers_fall_off_fastest(by_length):
+    """Mean over seeds and over lengths 11-20: each Transformer under every RNN; the attention
+    RNN at about a fifth."""
+    beyond = {name: runs[:, len(INSIDE):].mean() for name, runs in by_length.items()}
+    for name in TRANSFORMERS:
+        assert all(beyond[name] < beyond[rnn] for rnn in RNNS), name
+    assert 0.15 <= beyond["attention (additive)"] <= 0.25
+
+
+def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models):
+    def mean_curve(name):
+        return np.mean([cached_copies_by_position(t, BEYOND)["position"] for t in models[name]],
+                       axis=0)
+
+    additive = mean_curve("attention (additive)")
+    for name in TRANSFORMERS:
+        assert (additive > mean_curve(name)).all(), name
+    assert mean_curve("Transformer (encoder-decoder)")[:10].max() < 0.5
+    assert mean_curve("Transformer (decoder-only)")[:10].max() < 0.35
+    for trained in models["attention (additive)"]:  # best at the two ends
+        positions = cached_copies_by_position(trained, BEYOND)["position"]
+        assert min(positions[0], positions[-1]) > positions[9] + 0.2
