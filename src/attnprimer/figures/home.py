@@ -9,12 +9,15 @@ drawn for a column a third of the page wide: few ticks, short labels, no colorba
 
 from __future__ import annotations
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.qkv import kernel_regression_toy
 from attnprimer.experiments.rnn_recap import decoder_curves
-from attnprimer.figures.plotting import BLUE, GREY, ORANGE, draw_attention, weight_colorbar
+from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
+                                         weight_colorbar)
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.site_models import (
@@ -22,7 +25,10 @@ from attnprimer.site_models import (
     DIFFERENCE_EXAMPLE,
     REVERSAL_DECODERS,
     REVERSAL_EXAMPLE,
+    TRANSFORMER_STEPS,
+    TRANSFORMERS,
     site_model,
+    site_seeds,
 )
 from attnprimer.tasks import BLANK
 from attnprimer.train import predict_one
@@ -119,3 +125,29 @@ def map_positional_encoding() -> Figure:
     axes.set_ylabel("position")
     return figure
 
+
+
+@recipe("map_transformer", "chapter map: exact match against length, attention RNN vs Transformer")
+def map_transformer() -> Figure:
+    settings = TRANSFORMERS["Transformer (encoder-decoder)"]
+    models = {
+        "attention RNN": (site_seeds("reversal", **REVERSAL_DECODERS["attention (additive)"]),
+                          ORANGE),
+        "Transformer": (site_seeds("reversal-transformer", **settings,
+                                   steps=TRANSFORMER_STEPS[settings["architecture"]]), GREEN),
+    }
+    lengths = list(range(1, 21))
+    longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
+    figure, axes = small_figure()
+    for label, (seeds, colour) in models.items():
+        # The chapter's 1,000 held-out inputs per length: its cached scores, shared.
+        runs = np.array([cached_accuracy_by_length(model.trained(), lengths, 1000)
+                         for model in seeds])  # (seeds, lengths)
+        axes.fill_between(lengths, runs.min(0), runs.max(0), color=colour, alpha=0.25, lw=0)
+        axes.plot(lengths, runs.mean(0), color=colour, lw=1.6, label=label)
+    axes.axvline(longest, color=GREY, ls="--", lw=0.8)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("letters to reverse")
+    axes.set_ylabel("exact match")
+    axes.legend(fontsize=8, loc="lower left")
+    return figure
