@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.transformer import cached_copies_by_position, first_step_reaching
+from attnprimer.experiments.bahdanau import first_step_reaching
+from attnprimer.experiments.transformer import cached_copies_by_position
 from attnprimer.figures.transformer import MODELS, RNNS, SAMPLES, _step_by_step
 from attnprimer.site_models import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
 

@@ -4,8 +4,9 @@
   how often a model writes the right letter, grouped by the input position that letter is
   copied from, and how often it ends at the right step. On inputs longer than any in training
   it separates "cannot read position 12" from "has lost its way after an early mistake".
-* [`first_step_reaching`][attnprimer.experiments.transformer.first_step_reaching]: when a model's
-  held-out exact match first reached a level while training.
+
+When a model first reached 99 % while training is the Bahdanau chapter's
+[`first_step_reaching`][attnprimer.experiments.bahdanau.first_step_reaching], used as it is.
 
 Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
 Shape legend: B batch, S input length, T output steps, C output classes.
@@ -20,7 +21,7 @@ import torch
 from attnprimer.cache import cached_result
 from attnprimer.train import TrainedModel, held_out_generator
 
-__all__ = ["cached_copies_by_position", "copies_by_position", "first_step_reaching"]
+__all__ = ["cached_copies_by_position", "copies_by_position"]
 
 
 @torch.no_grad()
@@ -65,18 +66,3 @@ def cached_copies_by_position(trained: TrainedModel, lengths: Iterable[int],
     """[`copies_by_position`][attnprimer.experiments.transformer.copies_by_position] through the
     result cache: the page's figure and the claims tests read the same numbers."""
     return cached_result(copies_by_position, trained, lengths=list(lengths), samples=samples)
-
-
-def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:
-    """The first training step at which held-out exact match was ``level`` or more (or None).
-
-    Examples:
-        >>> first_step_reaching({"held_out_step": [100, 200], "held_out_exact_match": [0.5, 0.99]},
-        ...                     0.99)
-        200
-    """
-    for step, score in zip(history["held_out_step"], history["held_out_exact_match"],
-                           strict=True):
-        if score >= level:
-            return step
-    return None

@@ -22,13 +22,13 @@ from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accurac
                                          plot_attention, plot_length_generalisation)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.rnn_diagrams import plot_alignment_model
-from attnprimer.figures.tables import cli_sample, markdown_table
+from attnprimer.figures.tables import by_seed, cli_sample, markdown_table
 from attnprimer.report import attention_report
 from attnprimer.site_models import (REVERSAL_BIDIRECTIONAL, REVERSAL_DECODERS, REVERSAL_EXAMPLE,
                                     site_model, site_seeds)
 from attnprimer.train import TrainedModel, predict_one
 
-__all__ = ["MODELS", "by_seed", "seeds", "spread"]
+__all__ = ["MODELS", "seeds", "spread"]
 
 BIDIRECTIONAL = "attention (additive), bidirectional"
 MODELS = {**REVERSAL_DECODERS, BIDIRECTIONAL: REVERSAL_BIDIRECTIONAL}
@@ -44,11 +44,6 @@ def reversal_model(name: str, seed: int = 0) -> TrainedModel:
 def seeds(name: str) -> list[TrainedModel]:
     """Every seed of the model called ``name`` in [`MODELS`][attnprimer.figures.bahdanau.MODELS]."""
     return [model.trained() for model in site_seeds("reversal", **MODELS[name])]
-
-
-def by_seed(cells) -> str:
-    """One cell per seed, in seed order, "a / b / c" (narrow no-break spaces: never broken)."""
-    return "&#8239;/&#8239;".join(cells)
 
 
 def spread(values) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["cell", "cli_sample", "markdown_table", "mean_range", "percent"]
+__all__ = ["by_seed", "cell", "cli_sample", "markdown_table", "mean_range", "percent"]
 
 
 def percent(value: float, digits: int = 2) -> str:
@@ -19,6 +19,16 @@ def percent(value: float, digits: int = 2) -> str:
         '99.75&nbsp;%'
     """
     return f"{value:.{digits}%}".replace("%", "&nbsp;%")
+
+
+def by_seed(cells: Iterable[str]) -> str:
+    """One cell per seed, in seed order, "a / b / c" (narrow no-break spaces: never broken).
+
+    Examples:
+        >>> by_seed(["1", "2", "3"])
+        '1&#8239;/&#8239;2&#8239;/&#8239;3'
+    """
+    return "&#8239;/&#8239;".join(cells)
 
 
 def mean_range(values: Iterable[float], digits: int = 1) -> str:
