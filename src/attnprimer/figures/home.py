@@ -33,7 +33,7 @@ from attnprimer.site_models import (
 from attnprimer.tasks import BLANK
 from attnprimer.train import predict_one
 
-__all__ = ["small_figure"]
+__all__ = ["length_map", "small_figure"]
 
 
 def small_figure() -> tuple[Figure, Axes]:
@@ -58,22 +58,27 @@ def counting() -> Figure:
     return figure
 
 
-@recipe("map_rnn_recap", "chapter map: exact match against length, vanilla vs attention decoder")
-def map_rnn_recap() -> Figure:
-    curves = decoder_curves()
+def length_map(lengths: list[int], runs: dict[str, tuple[np.ndarray, str]]) -> Figure:
+    """Exact match against length, each model's seeds (seeds, lengths) as mean and range, in its
+    colour; the dashed line is the reversal models' longest training input."""
     longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
     figure, axes = small_figure()
-    for label, colour in (("vanilla", GREY), ("attention (additive)", ORANGE)):
-        runs = curves.array(label)  # (seeds, lengths)
-        axes.fill_between(curves.lengths, runs.min(0), runs.max(0), color=colour, alpha=0.25, lw=0)
-        axes.plot(curves.lengths, runs.mean(0), color=colour, lw=1.6,
-                  label=label.replace(" (additive)", ""))
+    for label, (scores, colour) in runs.items():
+        axes.fill_between(lengths, scores.min(0), scores.max(0), color=colour, alpha=0.25, lw=0)
+        axes.plot(lengths, scores.mean(0), color=colour, lw=1.6, label=label)
     axes.axvline(longest, color=GREY, ls="--", lw=0.8)
     axes.set_ylim(0, 1.02)
     axes.set_xlabel("letters to reverse")
     axes.set_ylabel("exact match")
     axes.legend(fontsize=8, loc="lower left")
     return figure
+
+
+@recipe("map_rnn_recap", "chapter map: exact match against length, vanilla vs attention decoder")
+def map_rnn_recap() -> Figure:
+    curves = decoder_curves()
+    return length_map(curves.lengths, {"vanilla": (curves.array("vanilla"), GREY),
+                                       "attention": (curves.array("attention (additive)"), ORANGE)})
 
 
 @recipe("map_bahdanau", "chapter map: the additive attention model's alignment on the example")
@@ -137,17 +142,8 @@ def map_transformer() -> Figure:
                                    steps=TRANSFORMER_STEPS[settings["architecture"]]), GREEN),
     }
     lengths = list(range(1, 21))
-    longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
-    figure, axes = small_figure()
-    for label, (seeds, colour) in models.items():
-        # The chapter's 1,000 held-out inputs per length: its cached scores, shared.
-        runs = np.array([cached_accuracy_by_length(model.trained(), lengths, 1000)
-                         for model in seeds])  # (seeds, lengths)
-        axes.fill_between(lengths, runs.min(0), runs.max(0), color=colour, alpha=0.25, lw=0)
-        axes.plot(lengths, runs.mean(0), color=colour, lw=1.6, label=label)
-    axes.axvline(longest, color=GREY, ls="--", lw=0.8)
-    axes.set_ylim(0, 1.02)
-    axes.set_xlabel("letters to reverse")
-    axes.set_ylabel("exact match")
-    axes.legend(fontsize=8, loc="lower left")
-    return figure
+    # The chapter's 1,000 held-out inputs per length: its cached scores, shared.
+    return length_map(lengths, {
+        label: (np.array([cached_accuracy_by_length(model.trained(), lengths, 1000)
+                          for model in seeds]), colour)  # (seeds, lengths)
+        for label, (seeds, colour) in models.items()})
