@@ -16,11 +16,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.transformer import cached_copies_by_position, first_step_reaching
+from attnprimer.experiments.bahdanau import first_step_reaching
+from attnprimer.experiments.transformer import cached_copies_by_position
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, PURPLE, plot_lengths,
                                          plot_length_generalisation)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import markdown_table, mean_range
+from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.site_models import (REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS,
                                     site_seeds)
 from attnprimer.train import TrainedModel, held_out_generator
@@ -43,10 +44,6 @@ def seeds(name: str) -> list[TrainedModel]:
         return [model.trained() for model in site_seeds(
             "reversal-transformer", **settings, steps=TRANSFORMER_STEPS[settings["architecture"]])]
     return [model.trained() for model in site_seeds("reversal", **REVERSAL_DECODERS[name])]
-
-
-def _by_seed(cells) -> str:
-    return "&#8239;/&#8239;".join(cells)
 
 
 def _scores(name: str) -> np.ndarray:
@@ -75,7 +72,7 @@ def parallel() -> str:
     for name in TRANSFORMERS:
         steps, difference, accuracy = _step_by_step(seeds(name)[0])
         lines += [f"{name}, seed 0, 500 held-out inputs, T = {steps} output steps",
-                  f"  one pass, all steps:       1 forward pass",
+                  "  one pass, all steps:       1 forward pass",
                   f"  step t alone, t = 0..{steps - 1}:  {steps} forward passes",
                   f"  largest logit difference:  {difference:.1e}",
                   f"  letters and ends right:    {100 * accuracy:.2f} %"]
@@ -128,8 +125,8 @@ def cost() -> str:
                    for trained, step in zip(runs, reached, strict=True)]
         rows.append([name, f"{sum(p.numel() for p in runs[0].model.parameters()):,}",
                      f"{runs[0].config.steps:,}",
-                     _by_seed(f"{step:,}" if step else "never" for step in reached),
-                     _by_seed(f"{second:.0f}" if second else "–" for second in seconds)])
+                     by_seed(f"{step:,}" if step else "never" for step in reached),
+                     by_seed(f"{second:.0f}" if second else "–" for second in seconds)])
     first = seeds(ENCODER_DECODER)[0]
     return markdown_table(
         ["model", "parameters", "training steps", "first at 99&nbsp;%, step",
@@ -140,9 +137,10 @@ def cost() -> str:
                 f"\"First at 99&nbsp;%\": the first step at which exact match on the training "
                 f"monitor (1,000 held-out inputs of lengths 1–10, greedy, scored every 100 "
                 f"steps) was 99&nbsp;% or more, for seeds 0 / 1 / 2; \"never\" if it did not "
-                f"get there. Seconds: the wall time of that model's training run on the build "
-                f"machine (one thread, monitoring included) up to that step; a measurement, "
-                f"which another machine or another run will not repeat exactly.")
+                f"get there. Seconds: the wall time of that model's whole training run on the build "
+                f"machine (one thread, monitoring included), times the share of its steps "
+                f"taken by then; a measurement, which another machine or another run will not "
+                f"repeat exactly.")
 
 
 @recipe("copies", "teacher-forced letter accuracy by the input position copied, 11-20 letters")
