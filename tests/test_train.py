@@ -9,6 +9,8 @@ from attnprimer.tasks import CountingTask
 from attnprimer.train import (
     HELD_OUT_SEED,
     Evaluation,
+    SCHEDULES,
+    WARMUP,
     TrainConfig,
     evaluate,
     held_out_generator,
@@ -84,6 +86,25 @@ def test_the_schedule_changes_training_but_not_the_start(tiny):
     # ... but the cosine decay then takes smaller steps.
     assert constant.history["loss"] != tiny.history["loss"]
     assert not states_equal(constant.model.state_dict(), tiny.model.state_dict())
+
+
+@pytest.mark.parametrize("steps", [1, 2, 10, 1000])
+def test_warm_up_rises_to_the_peak_then_decays_to_zero(steps):
+    factors = [SCHEDULES["warmup-cosine"](step, steps) for step in range(steps + 1)]
+    peak = factors.index(max(factors))
+    assert max(factors) == 1.0 and 0 < factors[0] <= 1.0
+    assert peak == max(0, round(WARMUP * steps) - 1)
+    assert factors[: peak + 1] == sorted(factors[: peak + 1])  # rises ...
+    assert factors[peak:] == sorted(factors[peak:], reverse=True)  # ... then decays
+    assert factors[-1] == pytest.approx(0.0, abs=1e-12) or steps == 1
+
+
+def test_warm_up_starts_training_with_smaller_steps(tiny):
+    warm = train(TINY_TASK, TrainConfig(steps=30, seed=0, schedule="warmup-cosine"),
+                 eval_every=10, eval_samples=100)
+    # Same first batch, same initialisation: the first loss is the same, the first update is not.
+    assert warm.history["loss"][0] == tiny.history["loss"][0]
+    assert warm.history["loss"][1] != tiny.history["loss"][1]
 
 
 def test_train_restores_the_thread_count():

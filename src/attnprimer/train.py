@@ -43,11 +43,28 @@ HELD_OUT_SEED = 1234
 
 CHECKPOINT_FORMAT = 1
 
+WARMUP = 0.1
+"""The share of the steps over which ``warmup-cosine`` raises the learning rate from 0 to ``lr``."""
+
+
+def _warmup_cosine(step: int, steps: int) -> float:
+    warmup = max(1, round(WARMUP * steps))
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+
+
 SCHEDULES = {
     "cosine": lambda step, steps: 0.5 * (1 + math.cos(math.pi * step / steps)),
     "constant": lambda step, steps: 1.0,
+    "warmup-cosine": _warmup_cosine,
 }
-"""Learning-rate schedules: the factor applied to ``lr`` at each step."""
+"""Learning-rate schedules: the factor applied to ``lr`` at each step (counted from 0).
+
+Examples:
+    >>> [round(SCHEDULES["warmup-cosine"](step, 100), 2) for step in (0, 4, 9, 10, 55, 99)]
+    [0.1, 0.5, 1.0, 1.0, 0.5, 0.0]
+"""
 
 
 @dataclass(frozen=True)
@@ -60,7 +77,9 @@ class TrainConfig:
         lr: Adam's peak learning rate (it decays along a cosine to zero).
         seed: seeds the initialisation and the training batches.
         schedule: ``"cosine"`` decays the learning rate from ``lr`` to zero;
-            ``"constant"`` keeps it at ``lr`` (the original primer's choice).
+            ``"constant"`` keeps it at ``lr`` (the original primer's choice);
+            ``"warmup-cosine"`` first raises it linearly from zero to ``lr`` over the first
+            ``WARMUP`` share of the steps, then decays it along a cosine to zero.
     """
 
     steps: int = field(default=2000, metadata={"help": "optimiser steps"})
@@ -69,7 +88,7 @@ class TrainConfig:
     seed: int = field(default=0, metadata={"help": "seed of the initialisation and the batches"})
     schedule: str = field(
         default="cosine",
-        metadata={"help": "learning-rate schedule", "choices": ("cosine", "constant")},
+        metadata={"help": "learning-rate schedule", "choices": tuple(SCHEDULES)},
     )
 
     def __post_init__(self) -> None:
