@@ -159,11 +159,11 @@ def heads_report(attention: dict[str, torch.Tensor],
     Examples:
         >>> weights = torch.tensor([[0.004, 0.996], [0.75, 0.25]])
         >>> print(heads_report({"cross 1.1": weights}, {"cross": (["B", "A"], ["A", "B"])}))
-        Every head's weights in % (. = under 0.5 %); rows: queries, columns: keys.
+        Every head's weights in %, rounded; rows: queries, columns: keys.
         <BLANKLINE>
         cross 1.1
              A   B
-        B    . 100
+        B    0 100
         A   75  25
     """
     blocks = []
@@ -173,11 +173,11 @@ def heads_report(attention: dict[str, torch.Tensor],
         cell = 4 if any(100 in row for row in percents) else 3
         side = max(len(label) for label in rows) + 1
         lines = [name, " " * side + "".join(label.rjust(cell) for label in columns)]
-        lines += [label.ljust(side) + "".join((str(p) if p else ".").rjust(cell) for p in row)
+        lines += [label.ljust(side) + "".join(str(p).rjust(cell) for p in row)
                   for label, row in zip(rows, percents, strict=True)]
         width = max(len(line) for line in lines)
         blocks.append([line.ljust(width) for line in lines])
-    lines = ["Every head's weights in % (. = under 0.5 %); rows: queries, columns: keys."]
+    lines = ["Every head's weights in %, rounded; rows: queries, columns: keys."]
     row: list[list[str]] = []
     for block in [*blocks, None]:  # None: flush the last row of blocks
         if row and (block is None or sum(len(b[0]) + 3 for b in row) + len(block[0]) > WIDTH

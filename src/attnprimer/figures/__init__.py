@@ -34,6 +34,7 @@ from attnprimer.figures import qkv  # isort: skip
 from attnprimer.figures import self_attention  # isort: skip
 from attnprimer.figures import positional_encoding  # isort: skip
 from attnprimer.figures import transformer  # isort: skip
+from attnprimer.figures import transformer_heads  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip
@@ -49,6 +50,7 @@ from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_kernel_regression,
                                     plot_own_letter_mass, plot_score_functions, plot_score_scaling)
 from attnprimer.figures.registry import FIGURES, Recipe, render_all
 from attnprimer.figures.self_attention import plot_difference_profile
+from attnprimer.figures.transformer_heads import plot_heads
 
 CHAPTERS = (rnn_recap, bahdanau, qkv, self_attention, positional_encoding)
 """The chapters' figure modules, in reading order."""
@@ -69,6 +71,7 @@ __all__ = [
     "plot_causal_demo",
     "plot_cosine_vs_dot",
     "plot_difference_profile",
+    "plot_heads",
     "plot_kernel_regression",
     "plot_learned_norms",
     "plot_length_generalisation",
