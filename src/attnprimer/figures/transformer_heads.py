@@ -1,4 +1,6 @@
-"""Figures and tables of "What the heads do", a section of the chapter "The Transformer".
+"""The figures and tables of "What the heads do", in the chapter "The Transformer".
+
+Its recipes are registered in [`attnprimer.figures.transformer`][attnprimer.figures.transformer].
 
 Every head of the two Transformers on one input, as a grid; over held-out inputs, where each
 head looks ([`head_patterns`][attnprimer.experiments.transformer_heads.head_patterns]) and
@@ -16,16 +18,15 @@ from matplotlib.figure import Figure
 from attnprimer.experiments.transformer_heads import (cached_head_ablation,
                                                       cached_head_patterns, copy_groups)
 from attnprimer.figures.plotting import draw_attention
-from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import markdown_table, mean_range
-from attnprimer.figures.transformer import DECODER_ONLY, ENCODER_DECODER, seeds
+from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.report import head_labels
 from attnprimer.site_models import (REVERSAL_EXAMPLE, TRANSFORMER_STEPS, TRANSFORMERS,
                                     site_seeds)
 from attnprimer.train import TrainedModel, predict_one
 from attnprimer.transformer import DecoderOnly
 
-__all__ = ["example_attention", "plot_heads"]
+__all__ = ["copy_test_table", "example_attention", "example_grid", "head_results",
+           "heads_table", "plot_heads"]
 
 AXES = {"encoder self": ("input letter", "input letter read"),
         "decoder self": ("output step writes", "step read"),
@@ -90,24 +91,84 @@ def example_attention(trained: TrainedModel, text: str = REVERSAL_EXAMPLE):
     return attention, head_labels(task, tokens, prediction, decoder_only), decoder_only
 
 
-def first_seed(name: str) -> TrainedModel:
-    """Seed 0 of a Transformer of the catalogue, without loading the others."""
+def _catalogue(name: str):
     settings = TRANSFORMERS[name]
     return site_seeds("reversal-transformer", **settings,
-                      steps=TRANSFORMER_STEPS[settings["architecture"]])[0].trained()
+                      steps=TRANSFORMER_STEPS[settings["architecture"]])
 
 
-def _example_grid(name: str) -> Figure:
-    attention, labels, decoder_only = example_attention(first_seed(name))
+def seeds(name: str) -> list[TrainedModel]:
+    """Every seed of the Transformer ``name`` of the catalogue."""
+    return [model.trained() for model in _catalogue(name)]
+
+
+def example_grid(name: str) -> Figure:
+    """Every head of seed 0 of ``name`` on the page's example."""
+    attention, labels, decoder_only = example_attention(_catalogue(name)[0].trained())
     return plot_heads(attention, labels, decoder_only=decoder_only)
 
 
-@recipe("heads", "every head of the encoder-decoder on one input, seed 0", chapter="transformer")
-def heads() -> Figure:
-    return _example_grid(ENCODER_DECODER)
 
 
-@recipe("heads_decoder_only", "every head of the decoder-only model on one input, seed 0",
-        chapter="transformer")
-def heads_decoder_only() -> Figure:
-    return _example_grid(DECODER_ONLY)
+def head_results(name: str) -> dict[str, list]:
+    """Per seed: the heads' patterns, exact match with each head off, and with groups off."""
+    runs = seeds(name)
+    patterns = [cached_head_patterns(trained) for trained in runs]
+    return {"patterns": patterns,
+            "alone": [cached_head_ablation(trained) for trained in runs],
+            "groups": [cached_head_ablation(trained, copy_groups(found))
+                       for trained, found in zip(runs, patterns, strict=True)]}
+
+
+def _head_rows(name: str) -> list[list[str]]:
+    results = head_results(name)
+    rows = []
+    for head in results["patterns"][0]:
+        scores = [run[head] for run in results["patterns"]]  # per seed: pattern -> weight
+        others = [pattern for pattern in scores[0] if pattern != "copy"]
+        top = max(others, key=lambda pattern: np.mean([run[pattern] for run in scores]))
+        copy = (mean_range([100 * run["copy"] for run in scores], 0) if "copy" in scores[0]
+                else "–")
+        rows.append([head, copy, f"{top}: " + mean_range([100 * run[top] for run in scores], 0),
+                     mean_range([100 * run[head] for run in results["alone"]])])
+    return rows
+
+
+def heads_table(name: str) -> str:
+    """Every head of ``name``: its weights on the targets, and the cost of switching it off."""
+    whole = mean_range([100 * run["none"] for run in head_results(name)["alone"]])
+    return markdown_table(
+        ["head", "weight on the letter copied, %", "largest other weight, %",
+         "exact match with the head off, %"], _head_rows(name),
+        caption=f"{name}: every head, over the three seeds (mean, and in brackets the lowest "
+                f"and the highest seed). Weights: teacher-forced, the mean weight the head's "
+                f"queries put on a target, 1,000 held-out inputs of 1 to 10 letters; the "
+                f"targets are defined in [`PATTERNS`][attnprimer.experiments.transformer_heads"
+                f".PATTERNS]. Exact match: greedy, 500 held-out inputs of 1 to 10 letters, "
+                f"that one head switched off; with every head on, {whole}. A head's number "
+                f"names a slot, not a role: head 2 of one seed need not do what head 2 of "
+                f"another does.")
+
+
+def copy_test_table() -> str:
+    """The table of exact match with groups of heads off, both models."""
+    rows = []
+    for name in TRANSFORMERS:
+        results = head_results(name)
+        groups = [copy_groups(found) for found in results["patterns"]]
+        for group in results["groups"][0]:
+            if group == "none":
+                continue
+            heads = by_seed(", ".join(h.rpartition(" ")[2] for h in seed[group])
+                            for seed in groups) if "copy" in group else group.split(",")[0]
+            rows.append([name, group, heads,
+                         mean_range([100 * run[group] for run in results["groups"]]),
+                         by_seed(f"{100 * run[group]:.1f}" for run in results["groups"])])
+    return markdown_table(
+        ["model", "switched off", "heads (seeds 0 / 1 / 2)", "exact match, %",
+         "by seed, %"], rows,
+        caption="Greedy exact match on 500 held-out inputs of 1 to 10 letters with a group of "
+                "heads switched off together. The groups are chosen in each seed from its own "
+                "weights (the first table's copy column, per seed): the head or the two heads "
+                "with the most weight on the letter being copied, the one or two with the "
+                "least, and every head of one layer.")
