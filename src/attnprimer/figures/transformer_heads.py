@@ -19,6 +19,7 @@ from attnprimer.experiments.transformer_heads import (cached_head_ablation,
                                                       cached_head_patterns, copy_groups)
 from attnprimer.figures.plotting import draw_attention
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
+from attnprimer.head_ablation import head_names
 from attnprimer.report import head_labels
 from attnprimer.site_models import (REVERSAL_EXAMPLE, TRANSFORMER_STEPS, TRANSFORMERS,
                                     site_seeds)
@@ -123,20 +124,20 @@ def head_results(name: str) -> dict[str, list]:
 def _head_rows(name: str) -> list[list[str]]:
     results = head_results(name)
     rows = []
-    for head in results["patterns"][0]:
+    for head in head_names(seeds(name)[0].model):
         scores = [run[head] for run in results["patterns"]]  # per seed: pattern -> weight
         others = [pattern for pattern in scores[0] if pattern != "copy"]
         top = max(others, key=lambda pattern: np.mean([run[pattern] for run in scores]))
-        copy = (mean_range([100 * run["copy"] for run in scores], 0) if "copy" in scores[0]
+        copy = (mean_range([run["copy"] for run in scores], 0) if "copy" in scores[0]
                 else "–")
-        rows.append([head, copy, f"{top}: " + mean_range([100 * run[top] for run in scores], 0),
-                     mean_range([100 * run[head] for run in results["alone"]])])
+        rows.append([head, copy, f"{top}: " + mean_range([run[top] for run in scores], 0),
+                     mean_range([run[head] for run in results["alone"]])])
     return rows
 
 
 def heads_table(name: str) -> str:
     """Every head of ``name``: its weights on the targets, and the cost of switching it off."""
-    whole = mean_range([100 * run["none"] for run in head_results(name)["alone"]])
+    whole = mean_range([run["none"] for run in head_results(name)["alone"]])
     return markdown_table(
         ["head", "weight on the letter copied, %", "largest other weight, %",
          "exact match with the head off, %"], _head_rows(name),
@@ -145,7 +146,7 @@ def heads_table(name: str) -> str:
                 f"queries put on a target, 1,000 held-out inputs of 1 to 10 letters; the "
                 f"targets are defined in [`PATTERNS`][attnprimer.experiments.transformer_heads"
                 f".PATTERNS]. Exact match: greedy, 500 held-out inputs of 1 to 10 letters, "
-                f"that one head switched off; with every head on, {whole}. A head's number "
+                f"that one head switched off; with every head on, {whole}&nbsp;%. A head's number "
                 f"names a slot, not a role: head 2 of one seed need not do what head 2 of "
                 f"another does.")
 
@@ -156,13 +157,11 @@ def copy_test_table() -> str:
     for name in TRANSFORMERS:
         results = head_results(name)
         groups = [copy_groups(found) for found in results["patterns"]]
-        for group in results["groups"][0]:
-            if group == "none":
-                continue
+        for group in groups[0]:
             heads = by_seed(", ".join(h.rpartition(" ")[2] for h in seed[group])
                             for seed in groups) if "copy" in group else group.split(",")[0]
             rows.append([name, group, heads,
-                         mean_range([100 * run[group] for run in results["groups"]]),
+                         mean_range([run[group] for run in results["groups"]]),
                          by_seed(f"{100 * run[group]:.1f}" for run in results["groups"])])
     return markdown_table(
         ["model", "switched off", "heads (seeds 0 / 1 / 2)", "exact match, %",
