@@ -79,18 +79,19 @@ def attention_layer(model: nn.Module, name: str) -> MultiHeadAttention:
     return getattr(blocks[index], attribute)
 
 
+# --8<-- [start:zero_heads]
 def _zero_heads(heads: list[int], num_heads: int):
     """A pre-hook for ``out_proj`` that zeroes these heads' slices of its input."""
 
-    def hook(projection: nn.Linear, inputs: tuple[torch.Tensor]) -> tuple[torch.Tensor]:
-        (merged,) = inputs  # (B, L, D), the heads concatenated, head-major
-        merged = merged.clone()
-        # (B, L, D) -> (B, L, H, Dh): a view of the copy, so zeroing it zeroes the copy
+    def hook(projection: nn.Linear, inputs: tuple[torch.Tensor]):
+        merged = inputs[0].clone()  # (B, L, D): the heads side by side
+        # A view of the copy: (B, L, D) -> (B, L, H, Dh), head-major
         per_head = merged.view(*merged.shape[:-1], num_heads, -1)
-        per_head[..., heads, :] = 0.0
-        return (merged,)
+        per_head[..., heads, :] = 0.0  # these heads' contexts: gone
+        return (merged,)  # out_proj mixes what is left
 
     return hook
+# --8<-- [end:zero_heads]
 
 
 @contextmanager
