@@ -155,7 +155,7 @@ def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models
 # "What the heads do": every head's weights on simple targets and exact match with heads off,
 # through the result cache the page's tables read (figures.transformer_heads.head_results).
 
-from attnprimer.figures.transformer_heads import example_attention, head_results  # noqa: E402
+from attnprimer.figures.transformer_heads import example_attention, head_results
 
 ENCODER_DECODER, DECODER_ONLY = TRANSFORMERS
 

@@ -1005,7 +1005,7 @@ def test_a_transformer_report_gives_each_query_a_row_of_percentages(run):
 
 
 def test_the_plot_of_a_transformer_is_every_head(monkeypatch, tmp_path):
-    import attnprimer.figures as figures
+    from attnprimer import figures
 
     drawn = {}
     real = figures.plot_heads

@@ -82,7 +82,7 @@ def test_the_hooks_go_even_when_the_block_fails():
     with pytest.raises(RuntimeError), heads_off(model, ["decoder self 2.3"]):
         raise RuntimeError("stop")
     assert torch.equal(model(INPUTS, TARGETS).logits, before)
-    assert not attention_layer(model, "decoder self 2")._forward_pre_hooks  # noqa: SLF001
+    assert not attention_layer(model, "decoder self 2")._forward_pre_hooks
 
 
 @pytest.mark.parametrize("name", ["cross 1.4", "cross 3.1", "cross 1.0", "cross 1",

@@ -21,8 +21,8 @@ import torch
 
 from attnprimer.cache import cached_result
 from attnprimer.head_ablation import head_names, heads_off
-from attnprimer.transformer import DecoderOnly
 from attnprimer.train import TrainedModel, evaluate, held_out_generator
+from attnprimer.transformer import DecoderOnly
 
 __all__ = ["PATTERNS", "cached_head_ablation", "cached_head_patterns", "copy_groups",
            "head_ablation", "head_patterns", "ranked"]

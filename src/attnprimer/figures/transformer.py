@@ -21,9 +21,8 @@ from attnprimer.experiments.transformer import cached_copies_by_position
 from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, PURPLE, plot_lengths,
                                          plot_length_generalisation)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures import transformer_heads
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
-from attnprimer.figures.transformer_heads import example_grid
+from attnprimer.figures.transformer_heads import copy_test_table, example_grid, head_table
 from attnprimer.site_models import (REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS,
                                     site_seeds)
 from attnprimer.train import TrainedModel, held_out_generator
@@ -183,15 +182,15 @@ def heads_decoder_only() -> Figure:
 
 @recipe("heads_table", "every head of the encoder-decoder: where it looks, what it costs")
 def heads_table() -> str:
-    return transformer_heads.heads_table(ENCODER_DECODER)
+    return head_table(ENCODER_DECODER)
 
 
 @recipe("heads_table_decoder_only", "every head of the decoder-only model: where it looks, "
         "what it costs")
 def heads_table_decoder_only() -> str:
-    return transformer_heads.heads_table(DECODER_ONLY)
+    return head_table(DECODER_ONLY)
 
 
 @recipe("heads_copy_test", "exact match with the copying heads off, and with the others off")
 def heads_copy_test() -> str:
-    return transformer_heads.copy_test_table()
+    return copy_test_table()

@@ -27,7 +27,7 @@ from attnprimer.train import TrainedModel, predict_one
 from attnprimer.transformer import DecoderOnly
 
 __all__ = ["copy_test_table", "example_attention", "example_grid", "head_results",
-           "heads_table", "plot_heads"]
+           "head_table", "plot_heads"]
 
 AXES = {"encoder self": ("input letter", "input letter read"),
         "decoder self": ("output step writes", "step read"),
@@ -135,7 +135,7 @@ def _head_rows(name: str) -> list[list[str]]:
     return rows
 
 
-def heads_table(name: str) -> str:
+def head_table(name: str) -> str:
     """Every head of ``name``: its weights on the targets, and the cost of switching it off."""
     whole = mean_range([run["none"] for run in head_results(name)["alone"]])
     return markdown_table(
