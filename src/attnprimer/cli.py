@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--data-seed", type=_non_negative_int, default=0,
                          help="seed of the random input when --input is not given (default: 0)")
         sub.add_argument("--plot", type=Path, metavar="FILE",
-                         help="save the attention heatmap to FILE (.png, .svg or .pdf)")
+                         help="save the attention heatmap (a Transformer: every head) to FILE "
+                              "(.png, .svg or .pdf)")
         sub.set_defaults(handler=_test)
 
     _, subs = _task_commands(commands, "eval", "held-out accuracy of a trained model")
