@@ -21,8 +21,7 @@ from attnprimer.figures.plotting import draw_attention
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.head_ablation import head_names
 from attnprimer.report import head_labels
-from attnprimer.site_models import (REVERSAL_EXAMPLE, TRANSFORMER_STEPS, TRANSFORMERS,
-                                    site_seeds)
+from attnprimer.site_models import REVERSAL_EXAMPLE, TRANSFORMERS
 from attnprimer.train import TrainedModel, predict_one
 from attnprimer.transformer import DecoderOnly
 
@@ -92,23 +91,17 @@ def example_attention(trained: TrainedModel, text: str = REVERSAL_EXAMPLE):
     return attention, head_labels(task, tokens, prediction, decoder_only), decoder_only
 
 
-def _catalogue(name: str):
-    settings = TRANSFORMERS[name]
-    return site_seeds("reversal-transformer", **settings,
-                      steps=TRANSFORMER_STEPS[settings["architecture"]])
-
-
 def seeds(name: str) -> list[TrainedModel]:
-    """Every seed of the Transformer ``name`` of the catalogue."""
-    return [model.trained() for model in _catalogue(name)]
+    """Every seed of the Transformer ``name``: [`seeds`][attnprimer.figures.transformer.seeds]."""
+    from attnprimer.figures.transformer import seeds  # that module imports this one
+
+    return seeds(name)
 
 
 def example_grid(name: str) -> Figure:
     """Every head of seed 0 of ``name`` on the page's example."""
-    attention, labels, decoder_only = example_attention(_catalogue(name)[0].trained())
+    attention, labels, decoder_only = example_attention(seeds(name)[0])
     return plot_heads(attention, labels, decoder_only=decoder_only)
-
-
 
 
 def head_results(name: str) -> dict[str, list]:
