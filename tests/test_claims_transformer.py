@@ -149,3 +149,145 @@ def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models
     for trained in models["attention (additive)"]:  # best at the two ends
         positions = cached_copies_by_position(trained, BEYOND)["position"]
         assert min(positions[0], positions[-1]) > positions[9] + 0.2
+
+
+# --- heads ---
+# "What the heads do": every head's weights on simple targets and exact match with heads off,
+# through the result cache the page's tables read (figures.transformer_heads.head_results).
+
+from attnprimer.figures.transformer_heads import example_attention, head_results
+
+ENCODER_DECODER, DECODER_ONLY = TRANSFORMERS
+
+
+@pytest.fixture(scope="module")
+def heads(models):
+    """Per model: per seed, the heads' patterns and exact match with heads off."""
+    return {name: head_results(name) for name in TRANSFORMERS}
+
+
+def _top(scores: dict[str, float], leave_out: str | None = None) -> str:
+    return max((p for p in scores if p != leave_out), key=scores.get)
+
+
+def _layer(run: dict, prefix: str) -> dict[str, dict[str, float]]:
+    return {head: scores for head, scores in run.items() if head.startswith(prefix + ".")}
+
+
+def _example_argmax(models, name, head, target):
+    """On the page's example, seed 0: at how many letter steps the head's largest weight is
+    on ``target(t, n)``."""
+    attention, _, decoder_only = example_attention(models[name][0])
+    weights, letters = attention[head], 9  # HEADBADGE
+    rows = weights[letters: 2 * letters] if decoder_only else weights[:letters]
+    return sum(int(row.argmax()) == target(step, letters) for step, row in enumerate(rows))
+
+
+def test_the_example_is_reversed_by_both_models(models):
+    for name in TRANSFORMERS:
+        trained = models[name][0]
+        task = trained.task
+        tokens = task.encode("HEADBADGE")[:9]
+        prediction = trained.model(tokens[None]).logits.argmax(-1)[0]
+        assert task.decode_output(prediction) == "EGDABDAEH."
+
+
+def test_on_the_example_cross_2_4_traces_the_anti_diagonal_and_cross_1_1_the_last_letter(
+        models):
+    assert _example_argmax(models, ENCODER_DECODER, "cross 2.4", lambda t, n: n - 1 - t) == 9
+    assert _example_argmax(models, ENCODER_DECODER, "cross 1.1", lambda t, n: n - 1) == 9
+
+
+def test_on_the_example_no_encoder_self_attention_weight_reaches_one_half(models):
+    attention, _, _ = example_attention(models[ENCODER_DECODER][0])
+    assert max(float(w.max()) for name, w in attention.items()
+               if name.startswith("encoder self")) < 0.5
+
+
+def test_on_the_example_three_decoder_only_block_2_heads_copy_at_most_steps(models):
+    copying = [head for head in range(1, 5)
+               if _example_argmax(models, DECODER_ONLY, f"decoder self 2.{head}",
+                                  lambda t, n: n - 1 - t) >= 5]
+    assert len(copying) >= 3
+
+
+def test_the_second_cross_attention_block_holds_the_copying_in_every_seed(heads):
+    for run in heads[ENCODER_DECODER]["patterns"]:
+        copiers = [h for h, s in _layer(run, "cross 2").items() if _top(s) == "copy"]
+        assert len(copiers) >= 3
+        for head in copiers:
+            assert 0.4 <= run[head]["copy"] < 0.6, head
+            assert _top(run[head], leave_out="copy") in ("last copy", "last"), head
+
+
+def test_no_encoder_decoder_head_puts_60_percent_on_the_letter_copied(heads):
+    assert max(scores["copy"] for run in heads[ENCODER_DECODER]["patterns"]
+               for scores in run.values() if "copy" in scores) < 0.6
+
+
+def test_every_first_block_cross_head_looks_most_at_the_last_letter(heads):
+    for run in heads[ENCODER_DECODER]["patterns"]:
+        assert all(_top(scores) == "last" for scores in _layer(run, "cross 1").values())
+
+
+def test_encoder_self_attention_heads_are_diffuse_and_cheap_to_lose(heads):
+    results = heads[ENCODER_DECODER]
+    for run, alone in zip(results["patterns"], results["alone"], strict=True):
+        for head in (h for h in run if h.startswith("encoder self")):
+            assert max(run[head].values()) < 0.4, head
+            assert alone[head] >= 0.95, head
+
+
+def test_the_costliest_single_head_is_a_first_block_cross_head_in_every_seed(heads):
+    for alone in heads[ENCODER_DECODER]["alone"]:
+        costliest = min((h for h in alone if h != "none"), key=alone.get)
+        assert costliest.startswith("cross 1."), costliest
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_the_least_copying_heads_cost_more_than_the_most_copying(heads, name):
+    for groups in heads[name]["groups"]:
+        assert groups["2 lowest copy"] < groups["2 highest copy"]
+
+
+def test_without_the_two_strongest_copy_heads_at_most_two_in_five_right(heads):
+    assert all(groups["2 highest copy"] <= 0.4 for groups in heads[ENCODER_DECODER]["groups"])
+
+
+def test_the_first_cross_block_off_costs_more_than_the_second(heads):
+    for groups in heads[ENCODER_DECODER]["groups"]:
+        assert groups["cross 1, all"] < groups["cross 2, all"]
+
+
+def test_the_seeds_put_different_roles_in_the_same_slot(heads):
+    """Seed 1: cross 2.3 reads the last letter; the decoder-only model's head 2.4 the letter
+    copied one step before."""
+    assert _top(heads[ENCODER_DECODER]["patterns"][1]["cross 2.3"]) == "last"
+    assert _top(heads[DECODER_ONLY]["patterns"][1]["decoder self 2.4"]) == "last copy"
+    assert _top(heads[ENCODER_DECODER]["patterns"][0]["cross 2.3"]) == "copy"
+
+
+def test_the_decoder_only_copying_heads_are_in_its_second_block(heads):
+    for run in heads[DECODER_ONLY]["patterns"]:
+        assert max(run, key=lambda head: run[head]["copy"]).startswith("decoder self 2.")
+        assert max(s["copy"] for s in _layer(run, "decoder self 1").values()) < 0.25
+
+
+def test_the_decoder_only_first_block_cannot_be_spared(heads):
+    results = heads[DECODER_ONLY]
+    for run, alone, groups in zip(results["patterns"], results["alone"], results["groups"],
+                                  strict=True):
+        assert groups["decoder self 1, all"] == 0.0
+        fatal = [head for head in _layer(run, "decoder self 1") if alone[head] == 0.0]
+        assert any(_top(run[head]) == "separator" for head in fatal), fatal
+
+
+def test_no_decoder_only_second_block_head_can_be_spared(heads):
+    for alone in heads[DECODER_ONLY]["alone"]:
+        assert max(alone[f"decoder self 2.{head}"] for head in range(1, 5)) <= 0.61
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_with_every_head_on_the_models_are_near_perfect(heads, name):
+    """The baseline of the ablation table."""
+    assert min(alone["none"] for alone in heads[name]["alone"]) >= 0.99

@@ -957,3 +957,67 @@ def test_a_reader_that_goes_away_is_no_error(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert main(["figures", "--list"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --- the Transformers: every head printed and plotted --------------------------------------
+
+TRANSFORMER_TINY = ["--steps", "5", "--dim", "8", "--heads", "2", "--layers", "1"]
+
+
+@pytest.mark.parametrize("architecture, heads", [
+    ("encoder-decoder", ["encoder self 1.1", "encoder self 1.2", "decoder self 1.1",
+                         "decoder self 1.2", "cross 1.1", "cross 1.2"]),
+    ("decoder-only", ["decoder self 1.1", "decoder self 1.2"])])
+def test_a_transformer_trains_tests_and_evaluates(run, tmp_path, architecture, heads):
+    argv = [*TRANSFORMER_TINY, "--architecture", architecture]
+    code, out, err = run("train", "reversal-transformer", *argv)
+    assert code == 0, err
+    plot = tmp_path / "heads.svg"
+    code, out, err = run("test", "reversal-transformer", *argv, "--input", "cab",
+                         "--plot", str(plot))
+    assert code == 0, err
+    assert re.search(r"^Input: +C A B$", out, re.MULTILINE)  # the padding is left out
+    assert re.search(r"^Target: +BAC\. ", out, re.MULTILINE)
+    assert all(out.count(head) == 1 for head in heads)
+    # Column headers: the input's letters (and the decoder-only model's separator)
+    keys = r"C +A +B +\|" if architecture == "decoder-only" else r"C +A +B\b"
+    assert re.search(r"^ +" + keys, out, re.MULTILINE)
+    assert str(plot) in out
+    assert plot.read_text().lstrip().startswith("<?xml")
+    code, out, err = run("eval", "reversal-transformer", *argv, "--samples", "50")
+    assert code == 0, err
+    assert out.startswith("held-out exact match ")
+
+
+def test_a_transformer_report_gives_each_query_a_row_of_percentages(run):
+    assert run("train", "reversal-transformer", *TRANSFORMER_TINY)[0] == 0
+    code, out, _ = run("test", "reversal-transformer", *TRANSFORMER_TINY, "--input", "ABCD")
+    assert code == 0
+    # Encoder self-attention, side by side for the two heads: 4 letters over 4 letters
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("encoder self 1.1"))
+    assert "encoder self 1.2" in lines[start]
+    for letter, line in zip("ABCD", lines[start + 2: start + 6], strict=True):
+        cells = line.split()
+        assert cells[0] == letter and cells[5] == letter  # one row of each head
+        for row in (cells[1:5], cells[6:10]):
+            assert sum(map(int, row)) == pytest.approx(100, abs=2)
+
+
+def test_the_plot_of_a_transformer_is_every_head(monkeypatch, tmp_path):
+    from attnprimer import figures
+
+    drawn = {}
+    real = figures.plot_heads
+
+    def spy(attention, labels, **kwargs):
+        drawn.update(attention)
+        return real(attention, labels, **kwargs)
+
+    monkeypatch.setattr(figures, "plot_heads", spy)
+    argv = [*TRANSFORMER_TINY, "--architecture", "decoder-only"]
+    assert main(["train", "reversal-transformer", *argv]) == 0
+    assert main(["test", "reversal-transformer", *argv, "--input", "AB",
+                 "--plot", str(tmp_path / "h.png")]) == 0
+    assert sorted(drawn) == ["decoder self 1.1", "decoder self 1.2"]
+    assert drawn["decoder self 1.1"].shape == (5, 5)  # A, B, separator, 2 letters written

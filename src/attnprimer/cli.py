@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--data-seed", type=_non_negative_int, default=0,
                          help="seed of the random input when --input is not given (default: 0)")
         sub.add_argument("--plot", type=Path, metavar="FILE",
-                         help="save the attention heatmap to FILE (.png, .svg or .pdf)")
+                         help="save the attention heatmap (a Transformer: every head) to FILE "
+                              "(.png, .svg or .pdf)")
         sub.set_defaults(handler=_test)
 
     _, subs = _task_commands(commands, "eval", "held-out accuracy of a trained model")
@@ -328,6 +329,8 @@ def _test(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
     else:
         tokens = task.sample(1, held_out_generator(args.data_seed)).inputs[0]
+    if _is_transformer(trained):
+        return _test_transformer(trained, tokens, args.plot)
     prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
     print(attention_report(task, tokens, prediction, attention, target))
@@ -342,14 +345,56 @@ def _test(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_transformer(trained: TrainedModel) -> bool:
+    from attnprimer.transformer import DecoderOnly, Transformer
+
+    return isinstance(trained.model, (Transformer, DecoderOnly))
+
+
+def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
+    """A Transformer's answer and every head's weights; the padding, masked, is left out."""
+    from attnprimer.report import attention_report, head_labels, heads_report
+    from attnprimer.transformer import DecoderOnly
+
+    task = trained.task
+    tokens = tokens[tokens != 0]  # (n,): the letters; the model masks padding anyway
+    prediction, attention = predict_one(trained.model, tokens)
+    target = task.targets_for(tokens[None])[0]
+    labels = head_labels(task, tokens, prediction, isinstance(trained.model, DecoderOnly))
+    print(attention_report(task, tokens, prediction, {}, target))
+    print(f"\n{heads_report(attention, labels)}")
+    if plot is not None:
+        _save(lambda: _plot_heads(trained, attention, labels), plot)
+        print(f"\nevery head's heatmap saved to {plot}")
+    return 0
+
+
+def _plot_heads(trained: TrainedModel, attention, labels):
+    from attnprimer.figures import plot_heads
+    from attnprimer.transformer import DecoderOnly
+
+    return plot_heads(attention, labels, decoder_only=isinstance(trained.model, DecoderOnly))
+
+
 def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:
+    def draw():
+        from attnprimer.figures import plot_task_attention
+
+        return plot_task_attention(trained.task, tokens, prediction,
+                                   attention["encoder-decoder"],
+                                   self_weights=attention.get("self"))
+
+    _save(draw, path)
+
+
+def _save(draw, path: Path) -> None:
+    """Save the figure ``draw()`` makes to ``path``, under the Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnprimer.figures import plot_task_attention, save_figure
+    from attnprimer.figures import save_figure
 
-    figure = plot_task_attention(trained.task, tokens, prediction, attention["encoder-decoder"],
-                                 self_weights=attention.get("self"))
+    figure = draw()
     try:
         save_figure(figure, path)
     except ValueError as error:  # an unsupported format

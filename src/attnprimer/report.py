@@ -10,7 +10,8 @@ import torch
 
 from attnprimer.tasks import BLANK, Task
 
-__all__ = ["attended_mainly", "attention_report", "encoding_norms_report"]
+__all__ = ["attended_mainly", "attention_report", "encoding_norms_report", "head_labels",
+           "heads_report"]
 
 WIDTH = 80
 """The widest line of a report: a terminal's and the site's code column (at 1280 px)."""
@@ -116,6 +117,77 @@ _KINDS = {
     "self": ("Self-attention over the output steps", "output", "output steps"),
     "encoder self": ("Encoder self-attention over the input", "input", "input steps"),
 }
+
+
+def head_labels(task: Task, tokens: torch.Tensor, prediction: torch.Tensor,
+                decoder_only: bool) -> dict[str, tuple[list[str], list[str]]]:
+    """Row and column labels of a Transformer's weights on one input, by kind of attention.
+
+    ``tokens`` (n,) are the input's letters (no padding), ``prediction`` (n + 1,) what the
+    model wrote, greedy. The encoder-decoder's decoder steps are labelled by the letter each
+    writes (``.`` the end); the decoder-only model's positions by the token they hold:
+    the input, the separator ``|``, then the letters written so far.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTransformerTask
+        >>> task = ReversalTransformerTask()
+        >>> labels = head_labels(task, task.encode("AB")[:2], torch.tensor([2, 1, 9]), False)
+        >>> labels["cross"]
+        (['B', 'A', '.'], ['A', 'B'])
+        >>> head_labels(task, task.encode("AB")[:2], torch.tensor([2, 1, 9]), True)
+        {'decoder self': (['A', 'B', '|', 'B', 'A'], ['A', 'B', '|', 'B', 'A'])}
+    """
+    letters = [task.alphabet[int(token)] for token in tokens]
+    written = ["." if int(token) == task.end else
+               task.alphabet[int(token)] if 0 < int(token) <= task.vocab_size else "?"
+               for token in prediction]
+    if decoder_only:
+        sequence = [*letters, "|", *written[:-1]]
+        return {"decoder self": (sequence, sequence)}
+    return {"encoder self": (letters, letters), "decoder self": (written, written),
+            "cross": (written, letters)}
+
+
+def heads_report(attention: dict[str, torch.Tensor],
+                 labels: dict[str, tuple[list[str], list[str]]]) -> str:
+    """Every head's weights (L, S) as a small matrix in percent, side by side where they fit.
+
+    ``labels`` gives the rows' and the columns' labels by kind, the name up to its layer
+    (``"cross"`` for ``"cross 1.2"``), as
+    [`head_labels`][attnprimer.report.head_labels] makes them.
+
+    Examples:
+        >>> weights = torch.tensor([[0.004, 0.996], [0.75, 0.25]])
+        >>> print(heads_report({"cross 1.1": weights}, {"cross": (["B", "A"], ["A", "B"])}))
+        Every head's weights in %, rounded; rows: queries, columns: keys.
+        <BLANKLINE>
+        cross 1.1
+             A   B
+        B    0 100
+        A   75  25
+    """
+    blocks = []
+    for name, weights in attention.items():
+        rows, columns = labels[name.rpartition(" ")[0]]
+        percents = [[round(100 * float(weight)) for weight in row] for row in weights]
+        cell = 4 if any(100 in row for row in percents) else 3
+        side = max(len(label) for label in rows) + 1
+        lines = [name, " " * side + "".join(label.rjust(cell) for label in columns)]
+        lines += [label.ljust(side) + "".join(str(p).rjust(cell) for p in row)
+                  for label, row in zip(rows, percents, strict=True)]
+        width = max(len(line) for line in lines)
+        blocks.append([line.ljust(width) for line in lines])
+    lines = ["Every head's weights in %, rounded; rows: queries, columns: keys."]
+    row: list[list[str]] = []
+    for block in [*blocks, None]:  # None: flush the last row of blocks
+        if row and (block is None or sum(len(b[0]) + 3 for b in row) + len(block[0]) > WIDTH
+                    or len(block) != len(row[0])):
+            lines.append("")
+            lines += ["   ".join(b[i] for b in row).rstrip() for i in range(len(row[0]))]
+            row = []
+        if block is not None:
+            row.append(block)
+    return "\n".join(lines)
 
 
 def encoding_norms_report(model, length: int) -> str | None:

@@ -49,6 +49,7 @@ from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_kernel_regression,
                                     plot_own_letter_mass, plot_score_functions, plot_score_scaling)
 from attnprimer.figures.registry import FIGURES, Recipe, render_all
 from attnprimer.figures.self_attention import plot_difference_profile
+from attnprimer.figures.transformer_heads import plot_heads
 
 CHAPTERS = (rnn_recap, bahdanau, qkv, self_attention, positional_encoding)
 """The chapters' figure modules, in reading order."""
@@ -69,6 +70,7 @@ __all__ = [
     "plot_causal_demo",
     "plot_cosine_vs_dot",
     "plot_difference_profile",
+    "plot_heads",
     "plot_kernel_regression",
     "plot_learned_norms",
     "plot_length_generalisation",

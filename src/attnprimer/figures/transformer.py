@@ -22,6 +22,7 @@ from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, PURPLE, plot
                                          plot_length_generalisation)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
+from attnprimer.figures.transformer_heads import copy_test_table, example_grid, head_table
 from attnprimer.site_models import (REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS,
                                     site_seeds)
 from attnprimer.train import TrainedModel, held_out_generator
@@ -164,3 +165,32 @@ def copies() -> Figure:
     axes.set_xlabel("input position of the letter to copy (0 = first letter)")
     axes.set_ylabel("letters right, teacher-forced")
     return figure
+
+
+# --- What the heads do: the drawing and the tables are in figures.transformer_heads ----------
+
+
+@recipe("heads", "every head of the encoder-decoder on one input, seed 0")
+def heads() -> Figure:
+    return example_grid(ENCODER_DECODER)
+
+
+@recipe("heads_decoder_only", "every head of the decoder-only model on one input, seed 0")
+def heads_decoder_only() -> Figure:
+    return example_grid(DECODER_ONLY)
+
+
+@recipe("heads_table", "every head of the encoder-decoder: where it looks, what it costs")
+def heads_table() -> str:
+    return head_table(ENCODER_DECODER)
+
+
+@recipe("heads_table_decoder_only", "every head of the decoder-only model: where it looks, "
+        "what it costs")
+def heads_table_decoder_only() -> str:
+    return head_table(DECODER_ONLY)
+
+
+@recipe("heads_copy_test", "exact match with the copying heads off, and with the others off")
+def heads_copy_test() -> str:
+    return copy_test_table()
