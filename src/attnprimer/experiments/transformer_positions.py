@@ -1,0 +1,221 @@
+"""Interventions on the positions of the trained Transformers: why they fail on longer inputs.
+
+A Transformer knows where a token sits only through the sinusoid added to its embedding
+([`SinusoidalEncoding`][attnprimer.positional.SinusoidalEncoding]). Sinusoids can be
+evaluated at any position, fractional ones included, so the position a model *believes* each
+token has can be chosen freely, without retraining and without touching the model's code:
+
+* [`sinusoid_at`][attnprimer.experiments.transformer_positions.sinusoid_at] is the encoding of
+  arbitrary (float) positions;
+* [`moved_positions`][attnprimer.experiments.transformer_positions.moved_positions], a context
+  manager, runs a trained model with the positions of its input letters and those of its
+  output steps moved by two functions, one per side;
+* [`position_scores`][attnprimer.experiments.transformer_positions.position_scores] scores a
+  model under such a move, length by length, in one teacher-forced pass.
+
+The moves the chapter uses (``MOVES``): *shift* a short input's positions (or its output
+steps') by ``k``, so that unseen positions appear on inputs the model handles; *squeeze* a long
+input's positions into the trained range ``0..9``.
+
+Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
+Shape legend: B batch, S input length, T output steps, L sequence length, D model dim,
+C output classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from attnprimer.cache import cached_result
+from attnprimer.positional import SinusoidalEncoding
+from attnprimer.train import TrainedModel, held_out_generator
+from attnprimer.transformer import DecoderOnly, Transformer
+
+__all__ = ["Move", "cached_position_scores", "moved_positions", "position_scores",
+           "shift", "sinusoid_at", "squeeze"]
+
+Move = Callable[[torch.Tensor], torch.Tensor]
+"""Where each position goes: natural positions (P,) float -> the positions to encode (P,)."""
+
+
+# --8<-- [start:sinusoid_at]
+def sinusoid_at(positions: torch.Tensor, dim: int,
+                base: float = 10_000.0) -> torch.Tensor:
+    """The sinusoidal encoding of any positions, fractional ones too: (P,) -> (P, D).
+
+    The formula of [`sinusoidal_encoding`][attnprimer.positional.sinusoidal_encoding], with
+    the positions given instead of ``0..L-1``.
+
+    Examples:
+        >>> from attnprimer.positional import sinusoidal_encoding
+        >>> torch.allclose(sinusoid_at(torch.arange(5.0), 8), sinusoidal_encoding(5, 8))
+        True
+        >>> sinusoid_at(torch.tensor([0.5]), 2)             # halfway between 0 and 1
+        tensor([[0.4794, 0.8776]])
+    """
+    # One speed per dimension pair, base^(-2i / D): (D/2,)
+    speeds = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = positions.double()[:, None] * speeds  # (P, D/2)
+    encoding = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (P, D/2, 2)
+    return encoding.flatten(-2).float()  # (P, D)
+# --8<-- [end:sinusoid_at]
+
+
+def _encoding(original: SinusoidalEncoding, move: Move) -> SinusoidalEncoding:
+    """A copy of ``original`` whose row p holds the sinusoid of ``move(p)``."""
+    size, dim = original.table.shape
+    moved = SinusoidalEncoding(dim, size)
+    moved.table = sinusoid_at(move(torch.arange(size, dtype=torch.float64)), dim)
+    return moved
+
+
+def _unmoved(positions: torch.Tensor) -> torch.Tensor:
+    return positions
+
+
+# --8<-- [start:moved_positions]
+@contextmanager
+def moved_positions(model: nn.Module, source: Move = _unmoved,
+                    target: Move = _unmoved) -> Iterator[nn.Module]:
+    """Run ``model`` with its positions moved: the input letters' by ``source``, the rest by
+    ``target``.
+
+    For the encoder-decoder [`Transformer`][attnprimer.transformer.Transformer], ``source``
+    moves the encoder's positions and ``target`` the decoder's (the start token and the outputs
+    so far). For [`DecoderOnly`][attnprimer.transformer.DecoderOnly], ``source`` moves the
+    positions of the input letters (``0..S-1``) and ``target`` those of the separator and the
+    outputs (``S`` on); its inputs must then have no padding. Each side's position module is
+    swapped, while that side runs, for one whose table holds the sinusoids of the moved
+    positions; the model's code and weights are untouched, and all is restored on exit.
+
+    Examples:
+        >>> model = Transformer(num_tokens=6, num_outputs=8, dim=16, heads=2, layers=1)
+        >>> inputs = torch.tensor([[1, 2, 3]])
+        >>> with moved_positions(model, source=lambda p: p + 2):
+        ...     shifted = model(inputs).logits
+        >>> torch.equal(shifted, model(inputs).logits)      # restored on exit
+        False
+    """
+    if isinstance(model, Transformer):
+        sides = {"encode": _encoding(model.position, source),
+                 "decode": _encoding(model.position, target)}
+        for method, encoding in sides.items():
+            setattr(model, method, _with_position(model, method, lambda *_, e=encoding: e))
+        undo = sides
+    elif isinstance(model, DecoderOnly):
+        def encoding(sequence: torch.Tensor, source_length: int) -> SinusoidalEncoding:
+            if (sequence[:, :source_length] == 0).any():
+                raise ValueError("moved_positions on a decoder-only model needs inputs "
+                                 "without padding")
+            def move(p: torch.Tensor) -> torch.Tensor:  # input letters, then the rest
+                return torch.where(p < source_length, source(p), target(p))
+            return _encoding(model.position, move)
+
+        model.run = _with_position(model, "run", encoding)
+        undo = ("run",)
+    else:
+        raise TypeError(f"expected a Transformer or a DecoderOnly, got {type(model).__name__}")
+    try:
+        yield model
+    finally:
+        for method in undo:
+            delattr(model, method)  # the class's method again
+# --8<-- [end:moved_positions]
+
+
+def _with_position(model: nn.Module, method: str,
+                   encoding: Callable[..., SinusoidalEncoding]) -> Callable:
+    """``model.method``, run with ``model.position`` swapped for ``encoding(*arguments)``."""
+    unbound = getattr(type(model), method)
+
+    def call(*arguments):
+        original = model.position
+        model.position = encoding(*arguments)
+        try:
+            return unbound(model, *arguments)
+        finally:
+            model.position = original
+
+    return call
+
+
+def shift(k: float) -> Move:
+    """Every position ``k`` further on: ``p -> p + k``.
+
+    Examples:
+        >>> shift(3)(torch.arange(3.0))
+        tensor([3., 4., 5.])
+    """
+    return lambda positions: positions + k
+
+
+def squeeze(length: int, last: int = 9) -> Move:
+    """Positions scaled so that those of ``length`` letters span ``0..last``: ``p -> p last / (length - 1)``.
+
+    Examples:
+        >>> squeeze(19)(torch.tensor([0.0, 9.0, 18.0, 19.0]))
+        tensor([0.0000, 4.5000, 9.0000, 9.5000])
+    """
+    return lambda positions: positions * last / (length - 1)
+
+
+def _move(name: str, length: int) -> Move:
+    """A move by name: ``"natural"``, ``"shift k"`` or ``"squeeze"`` (into ``0..9``)."""
+    if name == "natural":
+        return _unmoved
+    if name == "squeeze":
+        return squeeze(length)
+    if name.startswith("shift "):
+        return shift(float(name.removeprefix("shift ")))
+    raise ValueError(f"a move is 'natural', 'shift k' or 'squeeze', got {name!r}")
+
+
+@torch.no_grad()
+def position_scores(trained: TrainedModel, lengths: Iterable[int], source: str = "natural",
+                    target: str = "natural", samples: int = 500,
+                    seed: int = 0) -> dict[str, list[float]]:
+    """Teacher-forced scores of a Transformer at each length, its positions moved by name.
+
+    ``source`` and ``target`` name the moves of
+    [`moved_positions`][attnprimer.experiments.transformer_positions.moved_positions]:
+    ``"natural"``, ``"shift k"`` (every position ``k`` on) or ``"squeeze"`` (the positions of
+    an input of n letters scaled by 9 / (n - 1), into the trained range). One teacher-forced
+    pass per length; a sequence whose every step is right there is exactly one that greedy
+    decoding gets right, since greedy decoding is teacher forcing on its own outputs.
+
+    Returns:
+        ``{"exact": [share of inputs with every letter and the end right, per length],
+        "letters": [share of letters right, per length],
+        "end": [share of end steps right, per length]}``.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTransformerTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(ReversalTransformerTask(dim=8, heads=2, layers=1), TrainConfig(steps=2))
+        >>> scores = position_scores(trained, [3, 12], source="squeeze", samples=10)
+        >>> [len(scores[name]) for name in ("exact", "letters", "end")]
+        [2, 2, 2]
+    """
+    exact, letters, ends = [], [], []
+    trained.model.eval()
+    for length in lengths:
+        batch = trained.task.at_length(length).sample(samples, held_out_generator(seed))
+        with moved_positions(trained.model, _move(source, length), _move(target, length)):
+            logits = trained.model(batch.inputs, batch.targets).logits  # (B, T, C)
+        correct = logits.argmax(dim=-1) == batch.targets  # (B, T), T = n + 1
+        exact.append(correct.all(dim=1).float().mean().item())
+        letters.append(correct[:, :length].float().mean().item())
+        ends.append(correct[:, length].float().mean().item())
+    return {"exact": exact, "letters": letters, "end": ends}
+
+
+def cached_position_scores(trained: TrainedModel, lengths: Iterable[int], source: str = "natural",
+                           target: str = "natural", samples: int = 500) -> dict[str, list[float]]:
+    """[`position_scores`][attnprimer.experiments.transformer_positions.position_scores] through
+    the result cache: the page and the claims tests read the same numbers."""
+    return cached_result(position_scores, trained, lengths=list(lengths), source=source,
+                         target=target, samples=samples)
