@@ -11,7 +11,9 @@ token has can be chosen freely, without retraining and without touching the mode
   manager, runs a trained model with the positions of its input letters and those of its
   output steps moved by two functions, one per side;
 * [`position_scores`][attnprimer.experiments.transformer_positions.position_scores] scores a
-  model under such a move, length by length, in one teacher-forced pass.
+  model under such a move, length by length, in one teacher-forced pass;
+  [`extra_letters`][attnprimer.experiments.transformer_positions.extra_letters] decodes
+  greedily with the encoder's positions shifted, and counts the letters written before the end.
 
 The moves the chapter uses (``MOVES``): *shift* a short input's positions (or its output
 steps') by ``k``, so that unseen positions appear on inputs the model handles; *squeeze* a long
@@ -35,8 +37,8 @@ from attnprimer.positional import SinusoidalEncoding
 from attnprimer.train import TrainedModel, held_out_generator
 from attnprimer.transformer import DecoderOnly, Transformer
 
-__all__ = ["Move", "cached_position_scores", "moved_positions", "position_scores",
-           "shift", "sinusoid_at", "squeeze"]
+__all__ = ["Move", "cached_extra_letters", "cached_position_scores", "extra_letters",
+           "moved_positions", "position_scores", "shift", "sinusoid_at", "squeeze"]
 
 Move = Callable[[torch.Tensor], torch.Tensor]
 """Where each position goes: natural positions (P,) float -> the positions to encode (P,)."""
@@ -219,3 +221,47 @@ def cached_position_scores(trained: TrainedModel, lengths: Iterable[int], source
     the result cache: the page and the claims tests read the same numbers."""
     return cached_result(position_scores, trained, lengths=list(lengths), source=source,
                          target=target, samples=samples)
+
+
+@torch.no_grad()
+def extra_letters(trained: TrainedModel, length: int, shifts: Iterable[int], most: int = 8,
+                  samples: int = 500, seed: int = 0) -> list[float]:
+    """Greedy decoding, the encoder's positions shifted by k: letters written past the input's.
+
+    For the encoder-decoder [`Transformer`][attnprimer.transformer.Transformer] only. Inputs
+    of ``length`` letters get ``most`` padding tokens more (masked, so they change nothing but
+    the number of greedy steps), so that the model can write up to ``length + most`` letters
+    before its end token; a run that never writes the end counts ``length + most`` letters.
+
+    Returns:
+        For each shift k, the mean number of letters written minus ``length``.
+
+    Examples:
+        >>> from attnprimer.tasks import ReversalTransformerTask
+        >>> from attnprimer.train import TrainConfig, train
+        >>> trained = train(ReversalTransformerTask(dim=8, heads=2, layers=1), TrainConfig(steps=2))
+        >>> len(extra_letters(trained, 4, [0, 1], samples=10))
+        2
+    """
+    task = trained.task.at_length(length)
+    batch = task.sample(samples, held_out_generator(seed))
+    inputs = torch.nn.functional.pad(batch.inputs, (0, most))  # (B, S + most)
+    trained.model.eval()
+    extras = []
+    for k in shifts:
+        with moved_positions(trained.model, source=shift(k)):
+            written = trained.model(inputs).logits.argmax(dim=-1)  # (B, S + most + 1)
+        ended = written == task.end
+        # Letters before the first end token; length + most if there is none: (B,)
+        letters = torch.where(ended.any(dim=1), ended.float().argmax(dim=1),
+                              torch.tensor(length + most))
+        extras.append((letters.float() - length).mean().item())
+    return extras
+
+
+def cached_extra_letters(trained: TrainedModel, length: int, shifts: Iterable[int],
+                         samples: int = 500) -> list[float]:
+    """[`extra_letters`][attnprimer.experiments.transformer_positions.extra_letters] through the
+    result cache."""
+    return cached_result(extra_letters, trained, length=length, shifts=list(shifts),
+                         samples=samples)
