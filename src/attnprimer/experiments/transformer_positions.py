@@ -35,7 +35,7 @@ from torch import nn
 from attnprimer.cache import cached_result
 from attnprimer.positional import SinusoidalEncoding
 from attnprimer.train import TrainedModel, held_out_generator
-from attnprimer.transformer import DecoderOnly, Transformer
+from attnprimer.transformer import PAD, DecoderOnly, Transformer
 
 __all__ = ["Move", "cached_extra_letters", "cached_position_scores", "extra_letters",
            "moved_positions", "position_scores", "shift", "sinusoid_at", "squeeze"]
@@ -67,19 +67,20 @@ def sinusoid_at(positions: torch.Tensor, dim: int,
 # --8<-- [end:sinusoid_at]
 
 
-def _encoding(original: SinusoidalEncoding, move: Move) -> SinusoidalEncoding:
-    """A copy of ``original`` whose row p holds the sinusoid of ``move(p)``."""
-    size, dim = original.table.shape
-    moved = SinusoidalEncoding(dim, size)
-    moved.table = sinusoid_at(move(torch.arange(size, dtype=torch.float64)), dim)
-    return moved
-
-
 def _unmoved(positions: torch.Tensor) -> torch.Tensor:
     return positions
 
 
 # --8<-- [start:moved_positions]
+def _encoding(original: SinusoidalEncoding, move: Move) -> SinusoidalEncoding:
+    """A copy of ``original`` whose row p holds the sinusoid of ``move(p)``."""
+    size, dim = original.table.shape  # (P, D)
+    positions = torch.arange(size, dtype=torch.float64)  # (P,): 0, 1, ...
+    moved = SinusoidalEncoding(dim, size)
+    moved.table = sinusoid_at(move(positions), dim)  # (P, D), row p: move(p)
+    return moved
+
+
 @contextmanager
 def moved_positions(model: nn.Module, source: Move = _unmoved,
                     target: Move = _unmoved) -> Iterator[nn.Module]:
@@ -102,31 +103,34 @@ def moved_positions(model: nn.Module, source: Move = _unmoved,
         >>> torch.equal(shifted, model(inputs).logits)      # restored on exit
         False
     """
-    if isinstance(model, Transformer):
-        sides = {"encode": _encoding(model.position, source),
-                 "decode": _encoding(model.position, target)}
-        for method, encoding in sides.items():
-            setattr(model, method, _with_position(model, method, lambda *_, e=encoding: e))
-        undo = sides
-    elif isinstance(model, DecoderOnly):
-        def encoding(sequence: torch.Tensor, source_length: int) -> SinusoidalEncoding:
-            if (sequence[:, :source_length] == 0).any():
-                raise ValueError("moved_positions on a decoder-only model needs inputs "
-                                 "without padding")
-            def move(p: torch.Tensor) -> torch.Tensor:  # input letters, then the rest
-                return torch.where(p < source_length, source(p), target(p))
-            return _encoding(model.position, move)
+    if isinstance(model, Transformer):  # one table per side
+        encoder, decoder = (_encoding(model.position, move)
+                            for move in (source, target))
+        model.encode = _with_position(model, "encode", lambda *_: encoder)
+        model.decode = _with_position(model, "decode", lambda *_: decoder)
+        methods = ("encode", "decode")
+    elif isinstance(model, DecoderOnly):  # one table: the input, then the rest
+        def encoding(sequence, source_length):
+            _check_unpadded(sequence, source_length)
+            return _encoding(model.position, lambda p: torch.where(
+                p < source_length, source(p), target(p)))
 
         model.run = _with_position(model, "run", encoding)
-        undo = ("run",)
+        methods = ("run",)
     else:
-        raise TypeError(f"expected a Transformer or a DecoderOnly, got {type(model).__name__}")
+        raise TypeError(f"expected a Transformer or a DecoderOnly, "
+                        f"got {type(model).__name__}")
     try:
         yield model
     finally:
-        for method in undo:
-            delattr(model, method)  # the class's method again
+        for method in methods:
+            delattr(model, method)  # the class's own method again
 # --8<-- [end:moved_positions]
+
+
+def _check_unpadded(sequence: torch.Tensor, source_length: int) -> None:
+    if (sequence[:, :source_length] == PAD).any():
+        raise ValueError("moved_positions on a decoder-only model needs inputs without padding")
 
 
 def _with_position(model: nn.Module, method: str,
