@@ -7,8 +7,13 @@ import copy
 import pytest
 import torch
 
-from attnprimer.experiments.transformer_positions import (moved_positions, position_scores,
-                                                          shift, sinusoid_at, squeeze)
+from attnprimer.experiments.transformer_positions import (
+    moved_positions,
+    position_scores,
+    shift,
+    sinusoid_at,
+    squeeze,
+)
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import TrainConfig, train

@@ -160,7 +160,9 @@ def shift(k: float) -> Move:
 
 
 def squeeze(length: int, last: int = 9) -> Move:
-    """Positions scaled so that those of ``length`` letters span ``0..last``: ``p -> p last / (length - 1)``.
+    """Positions scaled so that those of ``length`` letters span ``0..last``.
+
+    ``p -> p last / (length - 1)``: the longest training input's range, fractions between.
 
     Examples:
         >>> squeeze(19)(torch.tensor([0.0, 9.0, 18.0, 19.0]))

@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from attnprimer.experiments.transformer_positions import (cached_extra_letters,
-                                                        cached_position_scores)
+from attnprimer.experiments.transformer_positions import (
+    cached_extra_letters,
+    cached_position_scores,
+)
 from attnprimer.figures.plotting import BLUE, GREY, ORANGE, PURPLE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table, mean_range
@@ -128,12 +130,12 @@ def squeeze() -> Figure:
                 _band(panels[row, column], SQUEEZE_LENGTHS, scores[score], COLOURS[side], label)
         panels[0, column].set_title(name, fontsize=10)
         panels[1, column].set_xlabel("input length (letters)")
+        panels[0, column].legend(fontsize=7, loc="upper right")
     for axes in panels.flat:
         axes.set_ylim(0, 1.02)
         axes.grid(alpha=0.3)
     panels[0, 0].set_ylabel("exact match")
     panels[1, 0].set_ylabel("letters right, teacher-forced")
-        panels[0, column].legend(fontsize=7, loc="upper right")
     return figure
 
 
