@@ -225,6 +225,10 @@ def test_the_decoder_only_model_loses_least_when_its_whole_sequence_moves():
                ["letters"].mean(axis=1) for side in lengths_page.MOVES}  # per seed
     assert (letters["both"] > np.maximum(letters["source"], letters["target"])).all()
     assert letters["source"].max() < 0.75
+    both = _moved(DECODER_ONLY, "both", "shift 1", lengths_page.SHIFT_LENGTHS)["exact"]
+    assert both[:, :4].mean(axis=1).max() > 0.9  # one seed reverses nearly every input...
+    assert lengths_page.SHIFTS[2] == 2
+    assert lengths_page.shifted(DECODER_ONLY, "both")["exact"][:, 2].max() < 0.4  # ...not at 2
     source = _moved(DECODER_ONLY, "source", "shift 1", lengths_page.SHIFT_LENGTHS)
     assert source["end"].min() > 0.95  # its end still right
 
@@ -236,7 +240,7 @@ def test_squeezing_both_sides_brings_back_11_and_12_letters(name):
     both = _moved(name, "both", "squeeze", squeeze)["exact"]
     natural = _moved(name, "both", "natural", squeeze)["exact"]
     assert both[:, 0].min() > 0.85  # 11 letters, every seed
-    assert both[:, 1].mean() > 0.5 and (both[:, 1] > natural[:, 1] + 0.3).all()  # 12 letters
+    assert both[:, 1].mean() > 0.5 and (both[:, 1] > natural[:, 1] + 0.25).all()  # 12 letters
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))

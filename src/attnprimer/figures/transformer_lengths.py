@@ -26,8 +26,8 @@ from attnprimer.figures.transformer import DECODER_ONLY, ENCODER_DECODER, seeds
 __all__ = ["MOVES", "SHIFTS", "SHIFT_LENGTHS", "SIDES", "SQUEEZE_LENGTHS", "moved", "shifted"]
 
 SHIFT_LENGTHS = list(range(6, 11))  # inputs every seed reverses
-SHIFTS = [0, 1, 2, 3, 5, 10]  # how far the positions are moved
-SQUEEZE_LENGTHS = [11, 12, 13, 14, 16, 18, 20]  # longer than any in training
+SHIFTS = [0, 1, 2, 4, 8]  # how far the positions are moved
+SQUEEZE_LENGTHS = [11, 12, 13, 14, 16, 20]  # longer than any in training
 SAMPLES = 500  # held-out inputs per length
 
 SIDES = {  # what "source" and "target" are, for each model
