@@ -247,8 +247,9 @@ def test_squeezing_both_sides_brings_back_11_and_12_letters(name):
 @pytest.mark.parametrize("side", ["source", "target"])
 def test_squeezing_one_side_alone_does_almost_nothing_for_exact_match(name, side):
     one = _moved(name, side, "squeeze", lengths_page.SQUEEZE_LENGTHS)["exact"]
+    natural = _moved(name, "both", "natural", lengths_page.SQUEEZE_LENGTHS)["exact"]
     assert one[:, 1:].max() < 0.05  # 12 letters and more, every seed
-    assert one[:, 0].mean() < 0.3  # 11 letters
+    assert one[:, 0].mean() < natural[:, 0].mean() + 0.15  # 11 letters: about as trained
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))
