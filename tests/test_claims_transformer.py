@@ -185,7 +185,7 @@ def test_positions_moved_one_on_break_inputs_the_model_reverses(name, side):
     seed reverses them as trained, and rarely with either side's positions moved one on."""
     lengths = lengths_page.SHIFT_LENGTHS[:4]
     assert lengths == [6, 7, 8, 9]
-    assert _moved(name, "both", "shift 0", lengths_page.SHIFT_LENGTHS)["exact"].min() >= 0.98
+    assert _moved(name, "both", "shift 0", lengths_page.SHIFT_LENGTHS)["exact"].min() >= 0.97
     moved = _moved(name, side, "shift 1", lengths_page.SHIFT_LENGTHS)["exact"][:, :4]
     assert moved.mean() < 0.25 and moved.max() < 0.5
 

@@ -44,7 +44,6 @@ Move = Callable[[torch.Tensor], torch.Tensor]
 """Where each position goes: natural positions (P,) float -> the positions to encode (P,)."""
 
 
-# --8<-- [start:sinusoid_at]
 def sinusoid_at(positions: torch.Tensor, dim: int,
                 base: float = 10_000.0) -> torch.Tensor:
     """The sinusoidal encoding of any positions, fractional ones too: (P,) -> (P, D).
@@ -64,7 +63,6 @@ def sinusoid_at(positions: torch.Tensor, dim: int,
     angles = positions.double()[:, None] * speeds  # (P, D/2)
     encoding = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (P, D/2, 2)
     return encoding.flatten(-2).float()  # (P, D)
-# --8<-- [end:sinusoid_at]
 
 
 def _unmoved(positions: torch.Tensor) -> torch.Tensor:

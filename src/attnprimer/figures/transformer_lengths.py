@@ -93,7 +93,7 @@ def shift() -> Figure:
     return figure
 
 
-@recipe("shift-one", "exact match, letters and ends when positions are shifted by one",
+@recipe("shift_one", "exact match, letters and ends when positions are shifted by one",
         chapter="transformer")
 def shift_one() -> str:
     rows = []
