@@ -214,17 +214,18 @@ def test_the_encoder_decoder_with_its_encoder_moved_writes_on_past_the_end(model
     assert (runs[:, 1] > 0.5).all() and (runs[:, 2] > runs[:, 1]).all()
 
 
-def test_the_encoder_decoder_with_its_decoder_moved_ends_right_but_misses_letters():
+def test_the_encoder_decoder_with_its_decoder_moved_ends_right_but_misses_more_letters():
     scores = _moved(ENCODER_DECODER, "target", "shift 1", lengths_page.SHIFT_LENGTHS)
+    encoder = _moved(ENCODER_DECODER, "source", "shift 1", lengths_page.SHIFT_LENGTHS)
     assert scores["end"].mean(axis=1).min() > 0.95
-    assert scores["letters"].mean(axis=1).max() < 0.95
+    assert scores["letters"].mean(axis=1).max() < encoder["letters"].mean(axis=1).min()
 
 
 def test_the_decoder_only_model_loses_least_when_its_whole_sequence_moves():
     letters = {side: _moved(DECODER_ONLY, side, "shift 1", lengths_page.SHIFT_LENGTHS)
                ["letters"].mean(axis=1) for side in lengths_page.MOVES}  # per seed
     assert (letters["both"] > np.maximum(letters["source"], letters["target"])).all()
-    assert letters["source"].max() < 0.75
+    assert letters["source"].mean() < 0.55 and letters["target"].mean() < 0.55  # half or more
     both = _moved(DECODER_ONLY, "both", "shift 1", lengths_page.SHIFT_LENGTHS)["exact"]
     assert both[:, :4].mean(axis=1).max() > 0.9  # one seed reverses nearly every input...
     assert lengths_page.SHIFTS[2] == 2
