@@ -142,13 +142,18 @@ def squeeze() -> Figure:
 OVERRUN_LENGTH, OVERRUN_SHIFTS = 6, [0, 1, 2]
 
 
+def _mean_range(values: np.ndarray) -> str:
+    """Counts, one per seed: the mean, then the range in brackets unless they all agree."""
+    mean, low, high = (f"{value:.1f}" for value in (values.mean(), values.min(), values.max()))
+    return mean if low == high else f"{mean}&#8239;({low}–&#8288;{high})"
+
+
 @recipe("overrun", "greedy decoding with the encoder's positions shifted: letters written on",
         chapter="transformer")
 def overrun() -> str:
     runs = np.array([cached_extra_letters(trained, OVERRUN_LENGTH, OVERRUN_SHIFTS, SAMPLES)
                      for trained in seeds(ENCODER_DECODER)])  # (seeds, shifts)
-    rows = [[f"{k}", f"{column.mean():.1f} ({column.min():.1f}–&#8288;{column.max():.1f})"]
-            for k, column in zip(OVERRUN_SHIFTS, runs.T, strict=True)]
+    rows = [[f"{k}", _mean_range(column)] for k, column in zip(OVERRUN_SHIFTS, runs.T, strict=True)]
     return markdown_table(
         ["encoder's positions shifted by", "letters written past the last one"], rows,
         caption=f"The encoder-decoder Transformer, greedy decoding, {SAMPLES} held-out inputs "
