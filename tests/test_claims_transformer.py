@@ -156,6 +156,15 @@ def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models
 # through the result cache the page's tables read (figures.transformer_heads.head_results).
 
 from attnprimer.figures.transformer_heads import example_attention, head_results
+# --- beyond the training lengths: positions ---
+# The interventions of "Beyond the training lengths": positions moved (shifted, squeezed) while the
+# model runs, read through the same result cache as the page's figures and tables.
+
+from attnprimer.experiments.transformer_positions import (
+    cached_extra_letters,
+    cached_position_scores,
+)
+from attnprimer.figures import transformer_lengths as lengths_page
 
 ENCODER_DECODER, DECODER_ONLY = TRANSFORMERS
 
@@ -291,3 +300,102 @@ def test_no_decoder_only_second_block_head_can_be_spared(heads):
 def test_with_every_head_on_the_models_are_near_perfect(heads, name):
     """The baseline of the ablation table."""
     assert min(alone["none"] for alone in heads[name]["alone"]) >= 0.99
+
+
+def _moved(name, side, move, lengths):
+    return lengths_page.moved(name, side, move, lengths)
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_one_teacher_forced_pass_scores_what_greedy_decoding_gets_right(models, name):
+    """The page scores every move in one teacher-forced pass: as trained, its exact match is
+    greedy decoding's, input for input (the same 1,000 held-out inputs per length)."""
+    for trained in models[name]:
+        forced = cached_position_scores(trained, [10, 11, 12], samples=SAMPLES)["exact"]
+        greedy = cached_accuracy_by_length(trained, INSIDE + BEYOND, SAMPLES)[9:12]
+        assert forced == pytest.approx(greedy, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_positions_moved_one_on_break_inputs_the_model_reverses(name, side):
+    """Lengths 6-9, where a shift of one keeps every position inside the trained range: every
+    seed reverses them as trained, and rarely with either side's positions moved one on."""
+    lengths = lengths_page.SHIFT_LENGTHS[:4]
+    assert lengths == [6, 7, 8, 9]
+    assert _moved(name, "both", "shift 0", lengths_page.SHIFT_LENGTHS)["exact"].min() >= 0.97
+    moved = _moved(name, side, "shift 1", lengths_page.SHIFT_LENGTHS)["exact"][:, :4]
+    assert moved.mean() < 0.25 and moved.max() < 0.5
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+@pytest.mark.parametrize("side", list(lengths_page.MOVES))
+def test_the_further_the_shift_the_fewer_letters_right(name, side):
+    letters = lengths_page.shifted(name, side)["letters"].mean(axis=0)  # per shift
+    assert letters[0] > 0.99
+    assert letters[1] < letters[0] and letters[-1] < letters[1]
+
+
+def test_the_encoder_decoder_with_its_encoder_moved_writes_the_letters_but_not_the_end():
+    scores = _moved(ENCODER_DECODER, "source", "shift 1", lengths_page.SHIFT_LENGTHS)
+    assert scores["letters"].mean(axis=1).min() > 0.9
+    assert scores["end"].mean(axis=1).max() < 0.05
+
+
+def test_the_encoder_decoder_with_its_encoder_moved_writes_on_past_the_end(models):
+    """Greedy, 6 letters: no letter too many as trained; more for every position of shift."""
+    runs = np.array([cached_extra_letters(trained, lengths_page.OVERRUN_LENGTH,
+                                          lengths_page.OVERRUN_SHIFTS, lengths_page.SAMPLES)
+                     for trained in models[ENCODER_DECODER]])  # (seeds, shifts)
+    assert lengths_page.OVERRUN_SHIFTS == [0, 1, 2]
+    assert np.abs(runs[:, 0]).max() < 0.05
+    assert (runs[:, 1] > 0.5).all() and (runs[:, 2] > runs[:, 1]).all()
+
+
+def test_the_encoder_decoder_with_its_decoder_moved_ends_right_but_misses_more_letters():
+    scores = _moved(ENCODER_DECODER, "target", "shift 1", lengths_page.SHIFT_LENGTHS)
+    encoder = _moved(ENCODER_DECODER, "source", "shift 1", lengths_page.SHIFT_LENGTHS)
+    assert scores["end"].mean(axis=1).min() > 0.95
+    assert scores["letters"].mean(axis=1).max() < encoder["letters"].mean(axis=1).min()
+
+
+def test_the_decoder_only_model_loses_least_when_its_whole_sequence_moves():
+    letters = {side: _moved(DECODER_ONLY, side, "shift 1", lengths_page.SHIFT_LENGTHS)
+               ["letters"].mean(axis=1) for side in lengths_page.MOVES}  # per seed
+    assert (letters["both"] > np.maximum(letters["source"], letters["target"])).all()
+    assert letters["source"].mean() < 0.55 and letters["target"].mean() < 0.55  # half or more
+    both = _moved(DECODER_ONLY, "both", "shift 1", lengths_page.SHIFT_LENGTHS)["exact"]
+    assert both[:, :4].mean(axis=1).max() > 0.9  # one seed reverses nearly every input...
+    assert lengths_page.SHIFTS[2] == 2
+    assert lengths_page.shifted(DECODER_ONLY, "both")["exact"][:, 2].max() < 0.4  # ...not at 2
+    source = _moved(DECODER_ONLY, "source", "shift 1", lengths_page.SHIFT_LENGTHS)
+    assert source["end"].min() > 0.95  # its end still right
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_squeezing_both_sides_brings_back_11_and_12_letters(name):
+    squeeze = lengths_page.SQUEEZE_LENGTHS
+    assert squeeze[:2] == [11, 12]
+    both = _moved(name, "both", "squeeze", squeeze)["exact"]
+    natural = _moved(name, "both", "natural", squeeze)["exact"]
+    assert both[:, 0].min() > 0.85  # 11 letters, every seed
+    assert both[:, 1].mean() > 0.5 and (both[:, 1] > natural[:, 1] + 0.25).all()  # 12 letters
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_squeezing_one_side_alone_does_almost_nothing_for_exact_match(name, side):
+    one = _moved(name, side, "squeeze", lengths_page.SQUEEZE_LENGTHS)["exact"]
+    natural = _moved(name, "both", "natural", lengths_page.SQUEEZE_LENGTHS)["exact"]
+    assert one[:, 1:].max() < 0.05  # 12 letters and more, every seed
+    assert one[:, 0].mean() < natural[:, 0].mean() + 0.15  # 11 letters: about as trained
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS))
+def test_squeezed_the_exact_match_falls_with_length_and_letters_hold_up_better(name):
+    squeeze = lengths_page.SQUEEZE_LENGTHS
+    both = _moved(name, "both", "squeeze", squeeze)
+    natural = _moved(name, "both", "natural", squeeze)
+    exact = both["exact"].mean(axis=0)
+    assert exact[0] > exact[2] > exact[-1] and exact[-1] < 0.05  # 11 > 13 > 20 letters
+    assert (both["letters"][:, -1] > natural["letters"][:, -1] + 0.1).all()  # 20 letters
