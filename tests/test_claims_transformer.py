@@ -156,7 +156,8 @@ def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models
 from attnprimer.figures.transformer_training import (  # noqa: E402
     CHAPTER_LR, DEPTHS, gradient_norms, spreads, trained_spreads)
 from attnprimer.site_models import (  # noqa: E402
-    NO_RESIDUALS, NORM_GRID_LRS, NORM_GRID_SCHEDULES, NORM_PLACEMENTS)
+    DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS, NORM_GRID_LRS, NORM_GRID_SCHEDULES,
+    NORM_PLACEMENTS)
 
 GRID = [(norm, lr, schedule) for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
         for schedule in NORM_GRID_SCHEDULES]
@@ -170,6 +171,15 @@ def grid(site_models):
         site_models(model) for model in site_seeds(
             "reversal-transformer", **NORM_PLACEMENTS[norm], steps=STEPS, lr=lr,
             schedule=schedule)] for norm, lr, schedule in GRID}
+
+
+@pytest.fixture(scope="module")
+def deep(site_models):
+    """Every seed of the cells at DEEP_LAYERS blocks per stack, by (norm, schedule)."""
+    return {(norm, schedule): [
+        site_models(model) for model in site_seeds(
+            "reversal-transformer", **NORM_PLACEMENTS[norm], layers=DEEP_LAYERS, steps=STEPS,
+            lr=DEEP_LR, schedule=schedule)] for norm, schedule in DEEP_NORM_CELLS}
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +259,25 @@ def test_training_spreads_the_positions_only_part_way_without_residuals(no_resid
     with_residuals = trained_spreads(grid[("pre-LN", CHAPTER_LR, "cosine")])
     assert min(without) > 0.05
     assert max(without) < min(with_residuals)
+
+
+def _last_loss(run):
+    return float(np.mean(run.history["loss"][-10:]))
+
+
+def test_at_six_blocks_post_ln_needs_its_warm_up(deep):
+    """The page: at 6 blocks and 0.01, post-LN without warm-up ends under DEEP_FAIL % exact
+    match in every seed; with the warm-up, and pre-LN without one, every seed ends at 99 %."""
+    assert _final(deep[("post-LN", "cosine")]).max() < DEEP_FAIL / 100
+    assert _final(deep[("post-LN", "warmup-cosine")]).min() >= 0.99
+    assert _final(deep[("pre-LN", "cosine")]).min() >= 0.99
+
+
+def test_at_six_blocks_post_ln_without_warm_up_does_not_blow_up_but_stays_high(deep):
+    """Its loss falls from its start and stays over a hundred times the others' at the end."""
+    stuck = deep[("post-LN", "cosine")]
+    others = deep[("post-LN", "warmup-cosine")] + deep[("pre-LN", "cosine")]
+    for run in stuck:
+        assert _last_loss(run) < float(np.mean(run.history["loss"][:10]))
+        assert np.isfinite(run.history["loss"]).all()
+        assert _last_loss(run) > 100 * max(_last_loss(other) for other in others)

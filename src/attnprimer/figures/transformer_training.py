@@ -6,7 +6,8 @@ learning rates, with and without warm-up (``NORM_PLACEMENTS`` x ``NORM_GRID_LRS`
 its residual connections (``NO_RESIDUALS``), three seeds each; the measurements at
 initialisation are in
 [`attnprimer.experiments.transformer_training`][attnprimer.experiments.transformer_training].
-Filed under the chapter ``transformer``, beside [`attnprimer.figures.transformer`][attnprimer.figures.transformer].
+Filed under the chapter ``transformer``, beside
+[`attnprimer.figures.transformer`][attnprimer.figures.transformer].
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from attnprimer.experiments.transformer_training import (first_gradient_norms, i
 from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
-from attnprimer.site_models import (NO_RESIDUALS, NORM_GRID_LRS, NORM_GRID_SCHEDULES,
-                                    NORM_PLACEMENTS, SEEDS, TRANSFORMER_STEPS, site_seeds)
+from attnprimer.site_models import (DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS,
+                                    NORM_GRID_LRS, NORM_GRID_SCHEDULES, NORM_PLACEMENTS, SEEDS,
+                                    TRANSFORMER_STEPS, site_seeds)
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
 
@@ -30,7 +32,7 @@ __all__ = ["cell_runs", "gradient_norms", "no_residual_runs", "spreads", "traine
 STEPS = TRANSFORMER_STEPS["encoder-decoder"]
 CHAPTER_LR = NORM_GRID_LRS[0]  # the chapter's peak learning rate
 WINDOW = 10  # steps per point of the smoothed loss curves
-DEPTHS = (2, 6)  # blocks per stack: the chapter's, and deeper (measured at initialisation)
+DEPTHS = (2, DEEP_LAYERS)  # blocks per stack: the chapter's, and deeper
 VARIANTS = {"pre-LN": {"pre_norm": True}, "post-LN": {"pre_norm": False},
             "pre-LN, no residuals": {"pre_norm": True, "residual": False}}
 """The blocks the measurements at initialisation compare, by name: task settings."""
@@ -39,10 +41,10 @@ FLOOR = 1e-12  # gradient norms at or below it are drawn on it
 WARMUP = {"cosine": "no warm-up", "warmup-cosine": "warm-up"}
 
 
-def cell_runs(norm: str, lr: float, schedule: str) -> list[TrainedModel]:
+def cell_runs(norm: str, lr: float, schedule: str, layers: int = 2) -> list[TrainedModel]:
     """Every seed of one cell of the grid: ``norm`` a name of ``NORM_PLACEMENTS``."""
     return [model.trained() for model in site_seeds(
-        "reversal-transformer", **NORM_PLACEMENTS[norm], steps=STEPS, lr=lr,
+        "reversal-transformer", **NORM_PLACEMENTS[norm], layers=layers, steps=STEPS, lr=lr,
         schedule=schedule)]
 
 
@@ -98,16 +100,22 @@ def _label_curves(axes_loss, axes_match) -> None:
 @recipe("norms", "pre-LN and post-LN, two peak learning rates, with and without warm-up: "
         "loss and held-out exact match while training", chapter="transformer")
 def norms() -> Figure:
-    figure = Figure(figsize=(9, 5.6), layout="constrained")
-    grid = figure.subplots(2, len(NORM_GRID_LRS), sharex=True, sharey="row")
+    figure = Figure(figsize=(10, 5.6), layout="constrained")
+    grid = figure.subplots(2, len(NORM_GRID_LRS) + 1, sharex=True, sharey="row")
+    styles = dict(zip(NORM_GRID_SCHEDULES, ("-", "--"), strict=True))
     for column, lr in enumerate(NORM_GRID_LRS):
         for norm in NORM_PLACEMENTS:
-            for schedule, style in zip(NORM_GRID_SCHEDULES, ("-", "--"), strict=True):
+            for schedule in NORM_GRID_SCHEDULES:
                 _curves(grid[0, column], grid[1, column], cell_runs(norm, lr, schedule),
-                        COLOURS[norm], style, f"{norm}, {WARMUP[schedule]}")
-        grid[0, column].set_title(f"peak learning rate {lr:g}")
+                        COLOURS[norm], styles[schedule], f"{norm}, {WARMUP[schedule]}")
+        grid[0, column].set_title(f"2 blocks, peak learning rate {lr:g}", fontsize=10)
+    for norm, schedule in DEEP_NORM_CELLS:
+        _curves(grid[0, -1], grid[1, -1], cell_runs(norm, DEEP_LR, schedule, DEEP_LAYERS),
+                COLOURS[norm], styles[schedule], f"{norm}, {WARMUP[schedule]}")
+    grid[0, -1].set_title(f"{DEEP_LAYERS} blocks, peak learning rate {DEEP_LR:g}", fontsize=10)
+    for column in range(grid.shape[1]):
         _label_curves(grid[0, column], grid[1, column])
-    for axes in grid[:, 1]:
+    for axes in grid[:, 1:].flat:
         axes.set_ylabel("")
     grid[1, 0].legend(fontsize=8, loc="lower right")
     return figure
@@ -116,26 +124,29 @@ def norms() -> Figure:
 @recipe("norms-table", "final exact match and the step reaching 99 %: every cell of the grid, "
         "and the model without residual connections", chapter="transformer")
 def norms_table() -> str:
-    cells = [(f"{norm}", f"{lr:g}", WARMUP[schedule], cell_runs(norm, lr, schedule))
+    cells = [(norm, 2, lr, schedule, cell_runs(norm, lr, schedule))
              for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
              for schedule in NORM_GRID_SCHEDULES]
-    cells.append(("pre-LN, no residuals", f"{CHAPTER_LR:g}", WARMUP["cosine"],
-                  no_residual_runs()))
+    cells += [(norm, DEEP_LAYERS, DEEP_LR, schedule,
+               cell_runs(norm, DEEP_LR, schedule, DEEP_LAYERS))
+              for norm, schedule in DEEP_NORM_CELLS]
+    cells.append(("pre-LN, no residuals", 2, CHAPTER_LR, "cosine", no_residual_runs()))
     rows = []
-    for norm, lr, warmup, runs in cells:
+    for norm, layers, lr, schedule, runs in cells:
         reached = [first_step_reaching(run.history, 0.99) for run in runs]
-        rows.append([norm, lr, warmup,
+        rows.append([norm, layers, f"{lr:g}", "yes" if schedule == "warmup-cosine" else "no",
                      mean_range(run.history["held_out_exact_match"][-1] for run in runs),
                      by_seed(f"{step:,}" if step else "never" for step in reached),
                      f"{np.mean([np.mean(run.history['loss'][-WINDOW:]) for run in runs]):.4f}"])
     return markdown_table(
-        ["blocks", "peak learning rate", "schedule", "exact match at the end, %",
+        ["blocks", "per stack", "peak learning rate", "warm-up", "exact match at the end, %",
          "first at 99&nbsp;%, step", "loss, last 10 steps"], rows,
         caption=f"The chapter's encoder-decoder Transformer ($D = 32$, 4 heads, 2 blocks per "
-                f"stack, Adam, batches of 100, {STEPS} steps, the learning rate decaying "
-                f"along a cosine; with warm-up, it first rises linearly from 0 over the first "
-                f"tenth of the steps). Exact match: on the training monitor, 1,000 held-out "
-                f"inputs of 1 to 10 letters, greedy, after the last step: the mean of seeds 0, "
+                f"stack unless the table says {DEEP_LAYERS}, Adam, batches of 100, {STEPS} "
+                f"steps, the learning rate decaying along a cosine; with warm-up, it first "
+                f"rises linearly from 0 over the first tenth of the steps). Exact match: on the "
+                f"training monitor, 1,000 held-out inputs of 1 to 10 letters, greedy, after the "
+                f"last step: the mean of seeds 0, "
                 f"1 and 2 and, in brackets, the lowest and the highest seed. \"First at "
                 f"99&nbsp;%\": the first of the monitor's checks (every 100 steps) at 99&nbsp;% "
                 f"or more, seeds 0 / 1 / 2. Loss: the training cross-entropy averaged over the "
@@ -202,7 +213,7 @@ def spread() -> str:
              mean_range(spreads("pre-LN, no residuals", 6), digits=2),
              mean_range(trained_spreads(no_residual_runs()))]]
     return markdown_table(
-        ["blocks", "untrained, 2 blocks per stack, %", "untrained, 6 blocks, %",
+        ["model", "untrained, 2 blocks per stack, %", "untrained, 6 blocks, %",
          f"trained ({STEPS} steps, 2 blocks), %"], rows,
         caption="How different the encoder's output vectors (the memory the decoder reads) "
                 "are from one position of an input to the next: for each of 500 held-out "
