@@ -121,7 +121,7 @@ def norms() -> Figure:
     return figure
 
 
-@recipe("norms-table", "final exact match and the step reaching 99 %: every cell of the grid, "
+@recipe("norms_table", "final exact match and the step reaching 99 %: every cell of the grid, "
         "and the model without residual connections", chapter="transformer")
 def norms_table() -> str:
     cells = [(norm, 2, lr, schedule, cell_runs(norm, lr, schedule))
