@@ -162,6 +162,7 @@ from attnprimer.site_models import (  # noqa: E402
 GRID = [(norm, lr, schedule) for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
         for schedule in NORM_GRID_SCHEDULES]
 STEPS = TRANSFORMER_STEPS["encoder-decoder"]
+DEEP_FAIL = 1  # %: the page says every seed of post-LN without warm-up at 6 blocks ends under it
 
 
 @pytest.fixture(scope="module")
@@ -225,9 +226,9 @@ def test_at_initialisation_post_ln_gradients_are_larger_but_within_twice_pre_ln(
 
 
 def test_without_residuals_the_model_does_not_learn_the_task(no_residuals, grid):
-    """Every seed ends under 1 % exact match where the same model with residuals ends at
+    """Every seed ends under 2 % exact match where the same model with residuals ends at
     99 % or more, and its loss stays over a hundred times higher."""
-    assert _final(no_residuals).max() < 0.01
+    assert _final(no_residuals).max() < 0.02
     with_residuals = grid[("pre-LN", CHAPTER_LR, "cosine")]
     for run, theirs in zip(no_residuals, with_residuals, strict=True):
         assert np.mean(run.history["loss"][-10:]) > 100 * np.mean(theirs.history["loss"][-10:])

@@ -139,7 +139,7 @@ def norms_table() -> str:
                      by_seed(f"{step:,}" if step else "never" for step in reached),
                      f"{np.mean([np.mean(run.history['loss'][-WINDOW:]) for run in runs]):.4f}"])
     return markdown_table(
-        ["blocks", "per stack", "peak learning rate", "warm-up", "exact match at the end, %",
+        ["norm", "blocks per stack", "peak learning rate", "warm-up", "exact match at the end, %",
          "first at 99&nbsp;%, step", "loss, last 10 steps"], rows,
         caption=f"The chapter's encoder-decoder Transformer ($D = 32$, 4 heads, 2 blocks per "
                 f"stack unless the table says {DEEP_LAYERS}, Adam, batches of 100, {STEPS} "
