@@ -399,3 +399,138 @@ def test_squeezed_the_exact_match_falls_with_length_and_letters_hold_up_better(n
     exact = both["exact"].mean(axis=0)
     assert exact[0] > exact[2] > exact[-1] and exact[-1] < 0.05  # 11 > 13 > 20 letters
     assert (both["letters"][:, -1] > natural["letters"][:, -1] + 0.1).all()  # 20 letters
+
+
+# --- training: norms, warm-up, residuals ---
+
+from attnprimer.figures.transformer_training import (  # noqa: E402
+    CHAPTER_LR, DEPTHS, gradient_norms, spreads, trained_spreads)
+from attnprimer.site_models import (  # noqa: E402
+    DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS, NORM_GRID_LRS, NORM_GRID_SCHEDULES,
+    NORM_PLACEMENTS)
+
+GRID = [(norm, lr, schedule) for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
+        for schedule in NORM_GRID_SCHEDULES]
+STEPS = TRANSFORMER_STEPS["encoder-decoder"]
+DEEP_FAIL = 1  # %: the page says every seed of post-LN without warm-up at 6 blocks ends under it
+
+
+@pytest.fixture(scope="module")
+def grid(site_models):
+    """Every seed of every cell of the norm grid, by (norm, peak lr, schedule)."""
+    return {(norm, lr, schedule): [
+        site_models(model) for model in site_seeds(
+            "reversal-transformer", **NORM_PLACEMENTS[norm], steps=STEPS, lr=lr,
+            schedule=schedule)] for norm, lr, schedule in GRID}
+
+
+@pytest.fixture(scope="module")
+def deep(site_models):
+    """Every seed of the cells at DEEP_LAYERS blocks per stack, by (norm, schedule)."""
+    return {(norm, schedule): [
+        site_models(model) for model in site_seeds(
+            "reversal-transformer", **NORM_PLACEMENTS[norm], layers=DEEP_LAYERS, steps=STEPS,
+            lr=DEEP_LR, schedule=schedule)] for norm, schedule in DEEP_NORM_CELLS}
+
+
+@pytest.fixture(scope="module")
+def no_residuals(site_models):
+    return [site_models(model)
+            for model in site_seeds("reversal-transformer", **NO_RESIDUALS, steps=STEPS)]
+
+
+def _final(runs):
+    return np.array([run.history["held_out_exact_match"][-1] for run in runs])
+
+
+def test_the_grid_is_eight_cells_of_three_seeds_and_reuses_the_chapters_model(grid, models):
+    assert len(grid) == 8 and all(len(runs) == 3 for runs in grid.values())
+    chapter = grid[("pre-LN", CHAPTER_LR, "cosine")]
+    assert [run.config for run in chapter] == [
+        run.config for run in models["Transformer (encoder-decoder)"]]
+
+
+def test_at_two_blocks_every_cell_trains(grid):
+    """The page: every seed of all eight cells ends at 99 % exact match or more on the
+    monitor, post-LN without warm-up at the higher peak learning rate included."""
+    for cell, runs in grid.items():
+        assert _final(runs).min() >= 0.99, cell
+        assert all(first_step_reaching(run.history, 0.99) is not None for run in runs), cell
+
+
+def test_post_ln_without_warm_up_gets_to_99_percent_by_step_300(grid):
+    for lr in NORM_GRID_LRS:
+        reached = [first_step_reaching(run.history, 0.99)
+                   for run in grid[("post-LN", lr, "cosine")]]
+        assert max(reached) <= 300, lr
+
+
+@pytest.mark.parametrize("layers", DEPTHS)
+def test_at_initialisation_post_ln_gradients_are_larger_but_within_twice_pre_ln(layers):
+    """Block by block, mean of the seeds: post-LN's first gradients are larger than pre-LN's,
+    and less than twice them, at 2 and at 6 blocks per stack."""
+    pre, post = gradient_norms("pre-LN", layers), gradient_norms("post-LN", layers)
+    for block in pre:
+        ratio = post[block].mean() / pre[block].mean()
+        assert 1 < ratio < 2, (block, ratio)
+
+
+def test_without_residuals_the_model_does_not_learn_the_task(no_residuals, grid):
+    """Every seed ends under 2 % exact match where the same model with residuals ends at
+    99 % or more, and its loss stays over a hundred times higher."""
+    assert _final(no_residuals).max() < 0.02
+    with_residuals = grid[("pre-LN", CHAPTER_LR, "cosine")]
+    for run, theirs in zip(no_residuals, with_residuals, strict=True):
+        assert np.mean(run.history["loss"][-10:]) > 100 * np.mean(theirs.history["loss"][-10:])
+
+
+@pytest.mark.parametrize("layers", DEPTHS)
+def test_without_residuals_the_lower_decoder_blocks_get_no_gradient(layers):
+    """At the first step, every seed: the decoder blocks under the top one get a gradient
+    norm under 1e-5, every block of the model with residuals over 0.05."""
+    without = gradient_norms("pre-LN, no residuals", layers)
+    for layer in range(1, layers):
+        assert without[f"decoder {layer}"].max() < 1e-5, layer
+    if layers == 6:  # the page: the four lowest under 1e-15
+        assert max(without[f"decoder {layer}"].max() for layer in range(1, 5)) < 1e-15
+    assert without[f"decoder {layers}"].min() > 0.1  # the top block's own layers do learn
+    assert min(norms.min() for norms in gradient_norms("pre-LN", layers).values()) > 0.05
+
+
+def test_without_residuals_the_encoder_positions_collapse_into_one_vector():
+    """Untrained: the encoder's output vectors differ across positions by under 0.1 % of
+    their length without residuals (2 blocks) and by over 30 % with them."""
+    assert max(spreads("pre-LN, no residuals", 2)) < 1e-3
+    assert max(spreads("pre-LN, no residuals", 6)) < 1e-3
+    assert min(spreads("pre-LN", 2)) > 0.3 and min(spreads("pre-LN", 6)) > 0.3
+
+
+def test_training_spreads_the_positions_only_part_way_without_residuals(no_residuals, grid):
+    """Trained, the model without residuals has spread its positions apart, but less than the
+    model with residuals in every seed."""
+    without = trained_spreads(no_residuals)
+    with_residuals = trained_spreads(grid[("pre-LN", CHAPTER_LR, "cosine")])
+    assert min(without) > 0.05
+    assert max(without) < min(with_residuals)
+
+
+def _last_loss(run):
+    return float(np.mean(run.history["loss"][-10:]))
+
+
+def test_at_six_blocks_post_ln_needs_its_warm_up(deep):
+    """The page: at 6 blocks and 0.01, post-LN without warm-up ends under DEEP_FAIL % exact
+    match in every seed; with the warm-up, and pre-LN without one, every seed ends at 99 %."""
+    assert _final(deep[("post-LN", "cosine")]).max() < DEEP_FAIL / 100
+    assert _final(deep[("post-LN", "warmup-cosine")]).min() >= 0.99
+    assert _final(deep[("pre-LN", "cosine")]).min() >= 0.99
+
+
+def test_at_six_blocks_post_ln_without_warm_up_does_not_blow_up_but_stays_high(deep):
+    """Its loss falls from its start and stays over a hundred times the others' at the end."""
+    stuck = deep[("post-LN", "cosine")]
+    others = deep[("post-LN", "warmup-cosine")] + deep[("pre-LN", "cosine")]
+    for run in stuck:
+        assert _last_loss(run) < float(np.mean(run.history["loss"][:10]))
+        assert np.isfinite(run.history["loss"]).all()
+        assert _last_loss(run) > 100 * max(_last_loss(other) for other in others)

@@ -328,17 +328,20 @@ def test_registry_keys_are_chapter_slash_name():
 
 
 DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams"}
-SECTION_MODULES = {"attnprimer.figures.transformer_lengths"}
-"""Modules of one section of a chapter, whose recipes name the chapter (as the diagrams do)."""
+SECTION_MODULES = {"attnprimer.figures.transformer_lengths": "transformer",
+                   "attnprimer.figures.transformer_training": "transformer"}
+"""Figure modules of one section of a chapter, each filed under that chapter."""
 
 
 def test_every_chapter_has_a_figure_module_named_by_its_slug():
     modules = {entry.module for entry in FIGURES.values()}
     assert {entry.chapter for entry in FIGURES.values()} == set(PAGES)
     assert modules == {f"attnprimer.figures.{slug.replace('-', '_')}" for slug in PAGES} | \
-        DIAGRAM_MODULES | SECTION_MODULES
+        DIAGRAM_MODULES | set(SECTION_MODULES)
     for entry in FIGURES.values():  # a chapter module files its recipes under its own slug
-        if entry.module not in DIAGRAM_MODULES | SECTION_MODULES:
+        if entry.module in SECTION_MODULES:
+            assert entry.chapter == SECTION_MODULES[entry.module], entry.key
+        elif entry.module not in DIAGRAM_MODULES:
             assert entry.chapter == registry_module.chapter_of(entry.module), entry.key
 
 

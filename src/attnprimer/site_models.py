@@ -28,8 +28,15 @@ __all__ = [
     "COUNTING_EXAMPLE",
     "COUNTING_LENGTH_VARIANTS",
     "COUNTING_RECIPES",
+    "DEEP_LAYERS",
+    "DEEP_LR",
+    "DEEP_NORM_CELLS",
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
+    "NORM_GRID_LRS",
+    "NORM_GRID_SCHEDULES",
+    "NORM_PLACEMENTS",
+    "NO_RESIDUALS",
     "ORIGINAL_COUNTING_RECIPE",
     "PROJECTION_SWEEP_LRS",
     "REVERSAL_BIDIRECTIONAL",
@@ -176,6 +183,50 @@ TRANSFORMER_STEPS: dict[str, int] = {"encoder-decoder": 500, "decoder-only": 800
 to end at 99 % held-out exact match or more on lengths 1-10, with some margin. The decoder-only
 model, which must find the reversal inside one sequence, needs more."""
 
+NORM_PLACEMENTS: dict[str, dict[str, Any]] = {
+    "pre-LN": {"architecture": "encoder-decoder", "pre_norm": True},
+    "post-LN": {"architecture": "encoder-decoder", "pre_norm": False},
+}
+"""Where the encoder-decoder Transformer's layer norms go, by name: its task settings. The
+Transformer chapter trains both in a grid of peak learning rates and schedules
+(``NORM_GRID_LRS`` x ``NORM_GRID_SCHEDULES``), to test Xiong et al. (2020): post-LN needs a
+learning-rate warm-up, pre-LN trains without one."""
+
+NORM_GRID_LRS: tuple[float, ...] = (3e-3, 1e-2)
+"""The chapter's peak learning rate, and one three times higher."""
+
+NORM_GRID_SCHEDULES: tuple[str, ...] = ("cosine", "warmup-cosine")
+"""Without and with a linear warm-up over the first tenth of the steps (``train.WARMUP``)."""
+
+DEEP_NORM_CELLS: tuple[tuple[str, str], ...] = (
+    ("post-LN", "cosine"), ("post-LN", "warmup-cosine"), ("pre-LN", "cosine"))
+"""The same comparison at ``DEEP_LAYERS`` blocks per stack and the peak learning rate
+``DEEP_LR``, fewer cells: post-LN without and with warm-up, pre-LN without (norm, schedule)."""
+
+DEEP_LAYERS = 6
+"""Blocks per stack of the deeper norm comparison (the chapter's models have 2)."""
+
+DEEP_LR = 1e-2
+"""The peak learning rate of the deeper norm comparison."""
+
+NO_RESIDUALS: dict[str, Any] = {"architecture": "encoder-decoder", "pre_norm": True,
+                                "residual": False}
+"""The chapter's encoder-decoder without its residual connections: the ablation."""
+
+
+def _norm_grid() -> list[SiteModel]:
+    """The grid of ``NORM_PLACEMENTS``, less the chapter's own model (pre-LN, 0.003,
+    cosine), which ``TRANSFORMERS`` already has; then the deeper cells."""
+    steps = TRANSFORMER_STEPS["encoder-decoder"]
+    return [SiteModel(ReversalTransformerTask(**settings),
+                      TrainConfig(steps=steps, lr=lr, schedule=schedule, seed=seed))
+            for settings in NORM_PLACEMENTS.values() for lr in NORM_GRID_LRS
+            for schedule in NORM_GRID_SCHEDULES for seed in SEEDS
+            if (settings["pre_norm"], lr, schedule) != (True, 3e-3, "cosine")] + [
+        SiteModel(ReversalTransformerTask(**NORM_PLACEMENTS[norm], layers=DEEP_LAYERS),
+                  TrainConfig(steps=steps, lr=DEEP_LR, schedule=schedule, seed=seed))
+        for norm, schedule in DEEP_NORM_CELLS for seed in SEEDS]
+
 
 SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel.default(CountingTask(), seed) for seed in SEEDS),
@@ -213,6 +264,14 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                 TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,
                                "steps": TRANSFORMER_STEPS[settings["architecture"]]}))
       for settings in TRANSFORMERS.values() for seed in SEEDS),
+    # transformer, "Training it": the encoder-decoder pre-LN and post-LN, two peak learning
+    # rates, with and without warm-up (and three of those cells at 6 blocks per stack); and
+    # without its residual connections
+    *_norm_grid(),
+    *(SiteModel(ReversalTransformerTask(**NO_RESIDUALS),
+                TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,
+                               "steps": TRANSFORMER_STEPS["encoder-decoder"]}))
+      for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

@@ -8,6 +8,10 @@ computes to what it was given) and a *layer norm*. Where the norm sits is a choi
 * **pre-LN** (Xiong et al., 2020; GPT-2): ``x = x + f(norm(x))``, which leaves the residual
   path itself untouched, with one more norm after the last block.
 
+Every block takes ``residual=False`` too, which drops the residual connections (each
+sublayer's output replaces its input instead of being added to it): an ablation, to measure
+what they are for.
+
 Built here from [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention],
 [`attnprimer.masks`][attnprimer.masks] and
 [`SinusoidalEncoding`][attnprimer.positional.SinusoidalEncoding], read top to bottom:
@@ -68,6 +72,7 @@ class EncoderBlock(nn.Module):
         heads: H.
         hidden: F, the feed-forward size.
         pre_norm: normalise each sublayer's input (pre-LN) instead of the sum (post-LN).
+        residual: add each sublayer's input to its output; ``False`` keeps the output alone.
 
     Examples:
         >>> block = EncoderBlock(dim=8, heads=2, hidden=16)
@@ -77,9 +82,10 @@ class EncoderBlock(nn.Module):
     """
 
     def __init__(self, dim: int, heads: int, hidden: int, *,
-                 pre_norm: bool = False) -> None:
+                 pre_norm: bool = False, residual: bool = True) -> None:
         super().__init__()
         self.pre_norm = pre_norm
+        self.skip = float(residual)  # 1: x + f(x), the residual; 0: f(x) alone
         self.attention = MultiHeadAttention(dim, heads)
         self.norm_attention = nn.LayerNorm(dim)
         self.feed_forward = FeedForward(dim, hidden)
@@ -92,12 +98,12 @@ class EncoderBlock(nn.Module):
         if self.pre_norm:  # x + f(norm(x)): the residual path stays as it is
             context, weights = self.attention(self.norm_attention(x),
                                               mask=mask)
-            x = x + context
-            x = x + self.feed_forward(self.norm_feed_forward(x))
+            x = self.skip * x + context
+            x = self.skip * x + self.feed_forward(self.norm_feed_forward(x))
         else:  # norm(x + f(x)): the original Transformer
             context, weights = self.attention(x, mask=mask)
-            x = self.norm_attention(x + context)
-            x = self.norm_feed_forward(x + self.feed_forward(x))
+            x = self.norm_attention(self.skip * x + context)
+            x = self.norm_feed_forward(self.skip * x + self.feed_forward(x))
         return x, weights
 # --8<-- [end:encoder_block]
 
@@ -118,9 +124,10 @@ class DecoderBlock(nn.Module):
     """
 
     def __init__(self, dim: int, heads: int, hidden: int, *,
-                 pre_norm: bool = False) -> None:
+                 pre_norm: bool = False, residual: bool = True) -> None:
         super().__init__()
         self.pre_norm = pre_norm
+        self.skip = float(residual)  # 1: x + f(x), the residual; 0: f(x) alone
         self.self_attention = MultiHeadAttention(dim, heads)
         self.norm_self = nn.LayerNorm(dim)
         self.cross_attention = MultiHeadAttention(dim, heads)
@@ -142,18 +149,18 @@ class DecoderBlock(nn.Module):
         if self.pre_norm:
             context, self_weights = self.self_attention(self.norm_self(y),
                                                         mask=self_mask)
-            y = y + context
+            y = self.skip * y + context
             context, cross_weights = self.cross_attention(
                 self.norm_cross(y), memory, mask=memory_mask)
-            y = y + context
-            y = y + self.feed_forward(self.norm_feed_forward(y))
+            y = self.skip * y + context
+            y = self.skip * y + self.feed_forward(self.norm_feed_forward(y))
         else:
             context, self_weights = self.self_attention(y, mask=self_mask)
-            y = self.norm_self(y + context)
+            y = self.norm_self(self.skip * y + context)
             context, cross_weights = self.cross_attention(
                 y, memory, mask=memory_mask)
-            y = self.norm_cross(y + context)
-            y = self.norm_feed_forward(y + self.feed_forward(y))
+            y = self.norm_cross(self.skip * y + context)
+            y = self.norm_feed_forward(self.skip * y + self.feed_forward(y))
         return y, self_weights, cross_weights
 # --8<-- [end:decoder_block]
 
@@ -185,6 +192,7 @@ class Transformer(nn.Module):
         layers: blocks in the encoder and in the decoder.
         hidden: F, the feed-forward size (default 4 D).
         pre_norm: pre-LN blocks (and a norm after each stack) instead of post-LN.
+        residual: blocks with residual connections (``False``: the ablation).
 
     Examples:
         >>> model = Transformer(num_tokens=6, num_outputs=8, dim=16, heads=2, layers=1)
@@ -195,18 +203,19 @@ class Transformer(nn.Module):
 
     def __init__(self, num_tokens: int, num_outputs: int, dim: int, heads: int,
                  layers: int, hidden: int | None = None, *,
-                 pre_norm: bool = False, max_positions: int = 64) -> None:
+                 pre_norm: bool = False, residual: bool = True,
+                 max_positions: int = 64) -> None:
         super().__init__()
         hidden = hidden or 4 * dim
+        blocks = {"pre_norm": pre_norm, "residual": residual}
         self.start = num_outputs  # the start token: one embedding more
         self.source_embed = nn.Embedding(num_tokens, dim, padding_idx=PAD)
         self.target_embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.encoder = nn.ModuleList(
-            EncoderBlock(dim, heads, hidden, pre_norm=pre_norm)
-            for _ in range(layers))
+            EncoderBlock(dim, heads, hidden, **blocks) for _ in range(layers))
         self.decoder = nn.ModuleList(
-            DecoderBlock(dim, heads, hidden, pre_norm=pre_norm)
+            DecoderBlock(dim, heads, hidden, **blocks)
             for _ in range(layers))
         self.encoder_norm = _final_norm(dim, pre_norm)
         self.decoder_norm = _final_norm(dim, pre_norm)
@@ -271,6 +280,7 @@ class DecoderOnly(nn.Module):
         layers: blocks in the stack.
         hidden: F, the feed-forward size (default 4 D).
         pre_norm: pre-LN blocks (and a norm after the stack) instead of post-LN.
+        residual: blocks with residual connections (``False``: the ablation).
 
     Examples:
         >>> model = DecoderOnly(num_outputs=8, dim=16, heads=2, layers=1)
@@ -281,15 +291,15 @@ class DecoderOnly(nn.Module):
 
     def __init__(self, num_outputs: int, dim: int, heads: int, layers: int,
                  hidden: int | None = None, *, pre_norm: bool = False,
-                 max_positions: int = 64) -> None:
+                 residual: bool = True, max_positions: int = 64) -> None:
         super().__init__()
         hidden = hidden or 4 * dim
         self.separator = num_outputs
         self.embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, heads, hidden, pre_norm=pre_norm)
-            for _ in range(layers))
+            EncoderBlock(dim, heads, hidden, pre_norm=pre_norm,
+                         residual=residual) for _ in range(layers))
         self.norm = _final_norm(dim, pre_norm)
         self.out = nn.Linear(dim, num_outputs)
 

@@ -43,6 +43,7 @@ class ReversalTransformerTask(ReversalTask):
         heads: H, attention heads per attention layer.
         layers: blocks in each stack.
         pre_norm: pre-LN blocks instead of the original post-LN.
+        residual: blocks with residual connections (``False``: the chapter's ablation).
 
     Examples:
         >>> task = ReversalTransformerTask(architecture="decoder-only")
@@ -65,6 +66,8 @@ class ReversalTransformerTask(ReversalTask):
     heads: int = field(default=4, metadata={"help": "attention heads H"})
     layers: int = field(default=2, metadata={"help": "blocks per stack"})
     pre_norm: bool = field(default=False, metadata={"help": "pre-LN blocks (default post-LN)"})
+    residual: bool = field(default=True,
+                           metadata={"help": "residual connections (off: the ablation)"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -81,7 +84,8 @@ class ReversalTransformerTask(ReversalTask):
     def build_model(self) -> nn.Module:
         if self.architecture == "decoder-only":
             return DecoderOnly(num_outputs=self.num_classes, dim=self.dim, heads=self.heads,
-                               layers=self.layers, pre_norm=self.pre_norm)
+                               layers=self.layers, pre_norm=self.pre_norm,
+                               residual=self.residual)
         return Transformer(num_tokens=self.vocab_size + 1, num_outputs=self.num_classes,
                            dim=self.dim, heads=self.heads, layers=self.layers,
-                           pre_norm=self.pre_norm)
+                           pre_norm=self.pre_norm, residual=self.residual)
