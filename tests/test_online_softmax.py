@@ -58,7 +58,7 @@ def test_weighted_average_matches_softmax_times_values(generator, float_dtype, f
     torch.testing.assert_close(average, expected.squeeze(-2), **float_tol)
     assert torch.equal(average[2], torch.zeros(3, dtype=float_dtype))
     *_, last = online_steps(scores, values, block_size)
-    torch.testing.assert_close(finish(last)[1], torch.logsumexp(scores, dim=-1), **float_tol)
+    torch.testing.assert_close(finish(last)[1].squeeze(-1), torch.logsumexp(scores, dim=-1), **float_tol)
 
 
 @PROPERTY_SETTINGS
@@ -87,16 +87,15 @@ def test_combine_is_symmetric_and_handles_masked_blocks():
 
 def test_a_step_that_forgets_to_rescale_is_wrong():
     """The check has teeth: the same loop without the rescale differs once the maximum grows."""
-    scores = torch.tensor([[0.0, 5.0]])
-    values = torch.tensor([[[1.0], [2.0]]])
-    state = online_step(start((1,), 1, scores), scores[:, :1], values[:, :1])
-    block = scores[:, 1:]
-    exponentials = (block - 5.0).exp()
-    forgetful = RunningAverage(torch.tensor([[5.0]]), state.normaliser + exponentials.sum(-1),
-                               state.total + exponentials @ values[0, 1:])
-    right = online_step(state, block, values[:, 1:])
+    scores = torch.tensor([[0.0, 5.0]])  # R = 1 row, two keys read one at a time
+    values = torch.tensor([[1.0], [2.0]])  # (S, Dv)
+    state = online_step(start((1,), 1, scores), scores[:, :1], values[:1])
+    exponentials = (scores[:, 1:] - 5.0).exp()
+    forgetful = RunningAverage(torch.tensor([[5.0]]), state.normaliser + exponentials,
+                               state.total + exponentials @ values[1:])
+    right = online_step(state, scores[:, 1:], values[1:])
     assert not torch.allclose(finish(forgetful)[0], finish(right)[0])
-    torch.testing.assert_close(finish(right)[0], torch.softmax(scores, -1) @ values[0])
+    torch.testing.assert_close(finish(right)[0], torch.softmax(scores, -1) @ values)
 
 
 def test_rejects_a_block_size_below_one():

@@ -151,11 +151,13 @@ def online_logsumexp(scores: torch.Tensor, block_size: int) -> torch.Tensor:
 class RunningAverage(NamedTuple):
     """What the online softmax carries from block to block when it averages values.
 
+    One running average per row of scores (per query, in attention), R rows.
+
     Attributes:
-        maximum: (..., 1) the largest score read so far; ``-inf`` while every key read was
-            masked.
-        normaliser: (..., 1) ``sum_k exp(x_k - maximum)`` over the keys read.
-        total: (..., Dv) ``sum_k exp(x_k - maximum) v_k`` over the keys read.
+        maximum: (..., R, 1) the largest score read so far; ``-inf`` while every key read
+            was masked.
+        normaliser: (..., R, 1) ``sum_k exp(x_k - maximum)`` over the keys read.
+        total: (..., R, Dv) ``sum_k exp(x_k - maximum) v_k`` over the keys read.
     """
 
     maximum: torch.Tensor
@@ -168,7 +170,7 @@ def start(rows: torch.Size | tuple[int, ...], value_dim: int,
     """The running average before any key is read: maximum ``-inf``, sums 0.
 
     Args:
-        rows: the leading shape (...) of the scores, one running average per row.
+        rows: the leading shape (..., R) of the scores, one running average per row.
         value_dim: Dv.
         like: a tensor whose dtype and device the state takes.
 
@@ -176,7 +178,7 @@ def start(rows: torch.Size | tuple[int, ...], value_dim: int,
         >>> start((2,), 3, torch.zeros(1)).total.shape
         torch.Size([2, 3])
     """
-    maximum = like.new_full((*rows, 1), -torch.inf)  # (..., 1)
+    maximum = like.new_full((*rows, 1), -torch.inf)  # (..., R, 1)
     return RunningAverage(maximum, like.new_zeros((*rows, 1)),
                           like.new_zeros((*rows, value_dim)))
 
@@ -185,11 +187,11 @@ def start(rows: torch.Size | tuple[int, ...], value_dim: int,
 def online_step(
     running: RunningAverage, scores: torch.Tensor, values: torch.Tensor
 ) -> RunningAverage:
-    """Read one block of keys: rescale what was kept, add the block.
+    """Read one block of keys for R rows: rescale what was kept, add the block.
 
     Args:
         running: the state after the blocks before.
-        scores: (..., block) this block's scores, ``-inf`` where masked.
+        scores: (..., R, block) this block's scores, ``-inf`` where masked.
         values: (..., block, Dv) this block's values.
 
     Returns:
@@ -197,21 +199,20 @@ def online_step(
 
     Examples:
         >>> state = start((1,), 1, torch.zeros(1))
-        >>> state = online_step(state, torch.tensor([[0.0]]), torch.tensor([[[4.0]]]))
-        >>> online_step(state, torch.tensor([[0.0]]), torch.tensor([[[2.0]]])).total
+        >>> state = online_step(state, torch.tensor([[0.0]]), torch.tensor([[4.0]]))
+        >>> online_step(state, torch.tensor([[0.0]]), torch.tensor([[2.0]])).total
         tensor([[6.]])
     """
-    block_max = scores.amax(dim=-1, keepdim=True)  # (..., 1)
+    block_max = scores.amax(dim=-1, keepdim=True)  # (..., R, 1)
     maximum = torch.maximum(running.maximum, block_max)
     # Nothing unmasked read yet: shift by 0, so exp(-inf - 0) = 0.
     shift = torch.where(maximum.isfinite(), maximum, 0.0)
-    rescale = (running.maximum - shift).exp()  # (..., 1), <= 1
-    exponentials = (scores - shift).exp()  # (..., block), in [0, 1]
+    rescale = (running.maximum - shift).exp()  # (..., R, 1), <= 1
+    exponentials = (scores - shift).exp()  # (..., R, block), in [0, 1]
     normaliser = running.normaliser * rescale + exponentials.sum(
         dim=-1, keepdim=True)
-    # (..., 1, block) x (..., block, Dv) -> (..., 1, Dv) -> (..., Dv)
-    added = (exponentials.unsqueeze(-2) @ values).squeeze(-2)
-    total = running.total * rescale + added
+    # (..., R, block) x (..., block, Dv) -> (..., R, Dv)
+    total = running.total * rescale + exponentials @ values
     return RunningAverage(maximum, normaliser, total)
 # --8<-- [end:online_step]
 
@@ -247,7 +248,8 @@ def online_steps(scores: torch.Tensor, values: torch.Tensor,
         block_size: keys per block.
 
     Yields:
-        The [`RunningAverage`][attnprimer.online_softmax.RunningAverage] after blocks 1, 2, ...
+        The [`RunningAverage`][attnprimer.online_softmax.RunningAverage] after blocks 1, 2,
+        ..., each row of ``scores`` as one row R = 1: maximum (..., 1, 1), total (..., 1, Dv).
 
     Examples:
         >>> states = list(online_steps(torch.zeros(5), torch.ones(5, 1), block_size=2))
@@ -259,11 +261,12 @@ def online_steps(scores: torch.Tensor, values: torch.Tensor,
         raise ValueError(f"scores (..., S) and values (..., S, Dv) disagree on S: scores "
                          f"{tuple(scores.shape)}, values {tuple(values.shape)}")
     rows = torch.broadcast_shapes(scores.shape[:-1], values.shape[:-2])
-    running = start(rows, values.shape[-1], scores)
+    running = start((*rows, 1), values.shape[-1], scores)  # R = 1 row each
     for begin in range(0, scores.shape[-1], block_size):
         end = begin + block_size
-        running = online_step(running, scores[..., begin:end], values[..., begin:end, :])
-        yield running
+        # one row per score row: (..., 1, block) and (..., block, Dv)
+        yield (running := online_step(running, scores[..., None, begin:end],
+                                      values[..., begin:end, :]))
 
 
 def online_weighted_average(scores: torch.Tensor, values: torch.Tensor,
@@ -284,7 +287,7 @@ def online_weighted_average(scores: torch.Tensor, values: torch.Tensor,
         tensor([3.])
     """
     *_, last = online_steps(scores, values, block_size)
-    return finish(last)[0]
+    return finish(last)[0].squeeze(-2)  # (..., 1, Dv) -> (..., Dv)
 
 
 def _check_block_size(block_size: int) -> None:
