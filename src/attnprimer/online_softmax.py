@@ -208,7 +208,7 @@ def online_step(
     # Nothing unmasked read yet: shift by 0, so exp(-inf - 0) = 0.
     shift = torch.where(maximum.isfinite(), maximum, 0.0)
     rescale = (running.maximum - shift).exp()  # (..., R, 1), <= 1
-    exponentials = (scores - shift).exp()  # (..., R, block), in [0, 1]
+    exponentials = (scores - shift).exp_()  # (..., R, block), in [0, 1]
     normaliser = running.normaliser * rescale + exponentials.sum(
         dim=-1, keepdim=True)
     # (..., R, block) x (..., block, Dv) -> (..., R, Dv)

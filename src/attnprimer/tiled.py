@@ -92,18 +92,19 @@ def tiled_backward(grad_context, query, key, value, context, logsumexp,
             queries = query[..., q0:q1, :] * scale  # (..., bq, Dh)
             scores = queries @ keys.transpose(-2, -1)  # (..., bq, bk)
             scores = _masked(scores, mask, q0, q1, k0, k1)
-            weights = (scores - shift[..., q0:q1, :]).exp()  # P, recomputed
+            weights = (scores - shift[..., q0:q1, :]).exp_()  # P, recomputed
             grad_out = grad_context[..., q0:q1, :]  # (..., bq, Dv)
             # (..., bk, bq) x (..., bq, Dv) -> (..., bk, Dv)
             grad_value[..., k0:k1, :] += weights.transpose(-2, -1) @ grad_out
             # (..., bq, Dv) x (..., Dv, bk) -> (..., bq, bk)
             grad_weights = grad_out @ values.transpose(-2, -1)
-            grad_scores = weights * (grad_weights - delta[..., q0:q1, :])
-            # (..., bq, bk) x (..., bk, Dh) -> (..., bq, Dh)
-            grad_query[..., q0:q1, :] += (grad_scores @ keys) * scale
+            # dS = P * (dP - delta), in place: dP is not needed again
+            grad_scores = grad_weights.sub_(delta[..., q0:q1, :]).mul_(weights)
+            # (..., bq, bk) x (..., bk, Dh) -> (..., bq, Dh); scaled at the end
+            grad_query[..., q0:q1, :] += grad_scores @ keys
             # (..., bk, bq) x (..., bq, Dh) -> (..., bk, Dh); queries scaled
             grad_key[..., k0:k1, :] += grad_scores.transpose(-2, -1) @ queries
-    return grad_query, grad_key, grad_value
+    return grad_query * scale, grad_key, grad_value
 # --8<-- [end:backward]
 
 
