@@ -20,7 +20,7 @@ from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
 from attnprimer.experiments.attention_at_scale import (block_counts, cached_training_cost, of,
                                                        slope)
 from attnprimer.figures.mechanisms import plot_attention_cost
-from attnprimer.figures.plotting import BLUE, GREY, INK, ORANGE
+from attnprimer.figures.plotting import BLUE, GREEN, GREY, INK, ORANGE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table
 from attnprimer.online_softmax import online_steps
@@ -181,7 +181,7 @@ LOCAL = ("tiled, local", "fused, local mask")
 LABELS = {"materialised": "attnprimer SDPA (weights kept)", "tiled": "tiled (plain PyTorch)",
           "fused": "torch fused SDPA",
           "tiled, local": f"tiled, causal window {SETTINGS['window']}, blocks skipped",
-          "fused, local mask": f"torch fused SDPA, same window as a dense mask"}
+          "fused, local mask": "torch fused SDPA, same window as a dense mask"}
 
 
 def _settings() -> str:
@@ -197,16 +197,30 @@ def _relabelled(names: tuple[str, ...]):
             for point in cached_training_cost() if point.implementation in names]
 
 
+COLOURS = {"materialised": ORANGE, "tiled": BLUE, "fused": GREEN, "tiled, local": BLUE,
+           "fused, local mask": GREEN}
+
+
+def _cost_figure(names: tuple[str, ...]) -> Figure:
+    """The cost module's log-log plot, tiled in blue and fused in green on both figures, with
+    room above the lines for the legend."""
+    figure = plot_attention_cost(_relabelled(names), [COLOURS[name] for name in names])
+    for axes in figure.axes:
+        bottom, top = axes.get_ylim()
+        axes.set_ylim(bottom, top * (top / bottom) ** 0.6)  # log axes: 60 % more decades
+    return figure
+
+
 @recipe("training_cost", "time and peak memory of a forward and backward pass against L",
         alone=True)
 def training_cost() -> Figure:
-    return plot_attention_cost(_relabelled(FULL))
+    return _cost_figure(FULL)
 
 
 @recipe("local_cost", "a sliding window with skipped blocks against a dense mask, against L",
         alone=True)
 def local_cost() -> Figure:
-    return plot_attention_cost(_relabelled(LOCAL))
+    return _cost_figure(LOCAL)
 
 
 def _ms(seconds: float) -> str:
@@ -223,6 +237,7 @@ def _mib(point) -> str:
 def cost_table() -> str:
     points = cached_training_cost()
     by = {(p.implementation, p.length): p for p in points}
+    last = max(point.length for point in of(points, "materialised"))
     rows = []
     for length in LENGTHS:
         cells = [f"{length:,}"]
@@ -237,9 +252,29 @@ def cost_table() -> str:
     return markdown_table(
         header, rows, align="r" * len(header),
         caption=f"{_settings()}. The materialising implementation stops at L = "
-                f"{SETTINGS['materialise_up_to']:,}: beyond it its peak would pass a gigabyte "
-                f"and a half for one layer of one sequence. Tiled: blocks of "
-                f"{SETTINGS['block_size']} queries and keys.")
+                f"{last:,}: at twice that its peak would be about four times "
+                f"{_mib(by[('materialised', last)])}, some "
+                f"{4 * by[('materialised', last)].peak_bytes / 2**30:.1f} GiB. Tiled: blocks "
+                f"of {SETTINGS['block_size']} queries and keys.")
+
+
+@recipe("local_table", "a sliding window: tiled with skipped blocks against a dense mask",
+        alone=True)
+def local_table() -> str:
+    by = {(p.implementation, p.length): p for p in cached_training_cost()}
+    rows = []
+    for length in LOCAL_LENGTHS:
+        cells = [f"{length:,}"]
+        for name in LOCAL:
+            point = by.get((name, length))
+            cells += ["—" if point is None else _ms(point.seconds), _mib(point)]
+        rows.append(cells)
+    header = ["L", *(f"{short}: {what}" for short in ("tiled, window", "fused, dense mask")
+                     for what in ("time", "memory"))]
+    return markdown_table(
+        header, rows, align="r" * len(header),
+        caption=f"A causal window of {SETTINGS['window']} keys. {_settings()}. The fused "
+                f"kernel with a dense mask stops at L = {SETTINGS['materialise_up_to']:,}.")
 
 
 def targets_rows() -> list[list[str]]:
