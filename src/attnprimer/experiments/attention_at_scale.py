@@ -24,7 +24,7 @@ from attnprimer.cache import cached_result
 from attnprimer.cost import CostPoint
 from attnprimer.cost_at_scale import measure_training_cost_in_fresh_process
 
-__all__ = ["block_counts", "cached_training_cost", "of", "slope"]
+__all__ = ["block_counts", "block_kinds", "cached_training_cost", "of", "slope"]
 
 
 def cached_training_cost() -> list[CostPoint]:
@@ -72,6 +72,28 @@ def slope(points: Iterable[CostPoint], implementation: str, what: str,
     return float(np.polyfit(x, y, 1)[0])
 
 
+def block_kinds(length: int, block_size: int, mask: BlockMask) -> list[list[str]]:
+    """What a tiled pass does with each (query block, key block) pair: ``"skipped"``,
+    ``"masked"`` (computed, then masked) or ``"whole"`` (computed, no mask); rows are query
+    blocks.
+
+    Examples:
+        >>> block_kinds(4, 2, BlockMask(causal=True))
+        [['masked', 'skipped'], ['whole', 'masked']]
+    """
+    starts = range(0, length, block_size)
+    kinds = []
+    for q0 in starts:
+        q1 = min(q0 + block_size, length)
+        row = []
+        for k0 in starts:
+            k1 = min(k0 + block_size, length)
+            row.append("skipped" if mask.skips(q0, q1, k0, k1) else
+                       "masked" if mask.needs_mask(q0, q1, k0, k1) else "whole")
+        kinds.append(row)
+    return kinds
+
+
 def block_counts(length: int, block_size: int,
                  masks: dict[str, BlockMask]) -> dict[str, dict[str, int]]:
     """Per mask, how many (query block, key block) pairs a tiled pass skips, computes with a
@@ -82,14 +104,7 @@ def block_counts(length: int, block_size: int,
         {'causal': {'skipped': 6, 'masked': 4, 'whole': 6}}
     """
     counts = {}
-    starts = range(0, length, block_size)
     for name, mask in masks.items():
-        tally = {"skipped": 0, "masked": 0, "whole": 0}
-        for q0 in starts:
-            for k0 in starts:
-                q1, k1 = min(q0 + block_size, length), min(k0 + block_size, length)
-                kind = ("skipped" if mask.skips(q0, q1, k0, k1) else
-                        "masked" if mask.needs_mask(q0, q1, k0, k1) else "whole")
-                tally[kind] += 1
-        counts[name] = tally
+        kinds = [kind for row in block_kinds(length, block_size, mask) for kind in row]
+        counts[name] = {kind: kinds.count(kind) for kind in ("skipped", "masked", "whole")}
     return counts
