@@ -24,7 +24,10 @@ from attnprimer.cache import cached_result
 from attnprimer.cost import CostPoint
 from attnprimer.cost_at_scale import measure_training_cost_in_fresh_process
 
-__all__ = ["block_counts", "block_kinds", "cached_training_cost", "of", "slope"]
+__all__ = ["KINDS", "block_counts", "block_kinds", "cached_training_cost", "of", "slope"]
+
+KINDS = ("skipped", "masked", "whole")
+"""What a tiled pass does with a block: skips it, computes it and masks it, computes it whole."""
 
 
 def cached_training_cost() -> list[CostPoint]:
@@ -106,5 +109,5 @@ def block_counts(length: int, block_size: int,
     counts = {}
     for name, mask in masks.items():
         kinds = [kind for row in block_kinds(length, block_size, mask) for kind in row]
-        counts[name] = {kind: kinds.count(kind) for kind in ("skipped", "masked", "whole")}
+        counts[name] = {kind: kinds.count(kind) for kind in KINDS}
     return counts

@@ -17,15 +17,15 @@ from matplotlib.patches import Patch
 
 from attnprimer.block_mask import BlockMask
 from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
-from attnprimer.experiments.attention_at_scale import (block_counts, block_kinds,
+from attnprimer.experiments.attention_at_scale import (KINDS, block_counts, block_kinds,
                                                        cached_training_cost, of, slope)
 from attnprimer.figures.mechanisms import plot_attention_cost
-from attnprimer.figures.plotting import BLUE, GREEN, GREY, INK, ORANGE
+from attnprimer.figures.plotting import BLOCK_COLOURS, BLUE, GREEN, GREY, INK, ORANGE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table
 from attnprimer.online_softmax import online_steps
 
-__all__ = ["BLOCK_COLOURS", "KINDS", "WALK_SCORES", "WALK_VALUES", "plot_block_kinds", "plot_online_walk"]
+__all__ = ["WALK_SCORES", "WALK_VALUES", "plot_block_kinds", "plot_online_walk"]
 
 WALK_SCORES = (0.5, 1.0, -0.5, 0.2, 2.5, 1.5, 0.0, 2.0, 1.0, 2.2, -1.0, 0.3)
 """The scores of one query against 12 keys, read in blocks of 4 by the walk-through."""
@@ -127,9 +127,7 @@ BLOCK_MASKS = {
     f"padding: {BLOCK_EXAMPLE['key_length']} real keys": BlockMask(
         key_lengths=torch.tensor([BLOCK_EXAMPLE["key_length"]])),
 }
-KINDS = ("skipped", "masked", "whole")
-BLOCK_COLOURS = ListedColormap(["#FFFFFF", "#9CC9E6", BLUE])
-"""White for a skipped block, light for one computed with a mask, dark for one computed whole."""
+BLOCK_MAP = ListedColormap(BLOCK_COLOURS)
 
 
 def plot_block_kinds(length: int, block_size: int, masks: dict[str, BlockMask]) -> Figure:
@@ -148,7 +146,7 @@ def plot_block_kinds(length: int, block_size: int, masks: dict[str, BlockMask]) 
                                   masks.items(), strict=True):
         kinds = np.array([[KINDS.index(kind) for kind in row]
                           for row in block_kinds(length, block_size, mask)])
-        axes.imshow(kinds, cmap=BLOCK_COLOURS, vmin=0, vmax=2)
+        axes.imshow(kinds, cmap=BLOCK_MAP, vmin=0, vmax=2)
         axes.set_xticks(range(len(starts)))
         axes.set_yticks(range(len(starts)))
         axes.set_xticks(np.arange(len(starts) + 1) - 0.5, minor=True)
@@ -161,7 +159,7 @@ def plot_block_kinds(length: int, block_size: int, masks: dict[str, BlockMask]) 
         computed = tally["masked"] + tally["whole"]
         axes.set_title(f"{name}\n{computed} of {len(starts) ** 2} computed", fontsize=9.5)
     figure.legend(handles=[Patch(facecolor=colour, edgecolor=GREY, label=kind)
-                           for kind, colour in zip(KINDS, BLOCK_COLOURS.colors, strict=True)],
+                           for kind, colour in zip(KINDS, BLOCK_COLOURS, strict=True)],
                   loc="outside lower center", ncols=3, fontsize=8.5)
     return figure
 

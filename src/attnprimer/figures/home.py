@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.qkv import kernel_regression_toy
 from attnprimer.block_mask import BlockMask
-from attnprimer.experiments.attention_at_scale import block_kinds
+from attnprimer.experiments.attention_at_scale import KINDS, block_kinds
 from attnprimer.experiments.rnn_recap import decoder_curves
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
+from attnprimer.figures.plotting import (BLOCK_COLOURS, BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          weight_colorbar)
-from attnprimer.figures.attention_at_scale import BLOCK_COLOURS, KINDS
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.site_models import (
@@ -158,7 +158,7 @@ def map_attention_at_scale() -> Figure:
     kinds = block_kinds(4096, 256, BlockMask(causal=True, window=256))  # 16 x 16 blocks
     figure, axes = small_figure()
     axes.imshow(np.array([[KINDS.index(kind) for kind in row] for row in kinds]),
-                cmap=BLOCK_COLOURS, vmin=0, vmax=2)
+                cmap=ListedColormap(BLOCK_COLOURS), vmin=0, vmax=2)
     axes.set_xticks(np.arange(17) - 0.5, minor=True)
     axes.set_yticks(np.arange(17) - 0.5, minor=True)
     axes.grid(which="minor", color=GREY, lw=0.4)
