@@ -15,10 +15,16 @@ import torch
 from torch.nn import functional as F
 
 from attnprimer.block_mask import BlockMask
+from attnprimer.cost import sdpa_kernel_name
 from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
 from attnprimer.experiments.attention_at_scale import block_counts, cached_training_cost, of, slope
-from attnprimer.figures.attention_at_scale import (BLOCK_EXAMPLE, BLOCK_MASKS, WALK_BLOCK,
-                                                   WALK_SCORES, WALK_VALUES)
+from attnprimer.figures.attention_at_scale import (
+    BLOCK_EXAMPLE,
+    BLOCK_MASKS,
+    WALK_BLOCK,
+    WALK_SCORES,
+    WALK_VALUES,
+)
 from attnprimer.online_softmax import online_steps
 from attnprimer.tiled import tiled_attention
 
@@ -88,7 +94,7 @@ def test_the_block_figure_counts():
     counts = block_counts(BLOCK_EXAMPLE["length"], BLOCK_EXAMPLE["block_size"], BLOCK_MASKS)
     computed = [tally["masked"] + tally["whole"] for tally in counts.values()]
     assert computed == [64, 36, 15, 48]
-    assert list(counts.values())[0] == {"skipped": 0, "masked": 0, "whole": 64}
+    assert counts["no mask"] == {"skipped": 0, "masked": 0, "whole": 64}
 
 
 @pytest.mark.parametrize("length", [1024, 2048, 4096, 16384])
@@ -132,3 +138,19 @@ def test_tiled_equals_the_fused_kernel_at_a_measured_length():
         grads = torch.autograd.grad(tiled.sum(), inputs)
         for got, want in zip(grads, torch.autograd.grad(fused.sum(), inputs), strict=True):
             torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dense_mask", [False, True], ids=["no mask", "dense window mask"])
+def test_the_fused_kernel_is_a_flash_kernel_forward_and_backward(dense_mask):
+    """'runs a flash kernel written in C++, forward and backward
+    (_scaled_dot_product_flash_attention_for_cpu and its _backward)', and, with the window as a
+    dense mask, 'it still runs its flash kernel, forward and backward'."""
+    query, key, value = (torch.randn(1, 2, 512, 64, requires_grad=True) for _ in range(3))
+    mask = torch.ones(512, 512, dtype=torch.bool).tril() if dense_mask else None
+
+    def forward_and_backward():
+        F.scaled_dot_product_attention(query, key, value, attn_mask=mask).sum().backward()
+
+    kernels = sdpa_kernel_name(forward_and_backward).split(", ")
+    assert kernels == ["aten::_scaled_dot_product_flash_attention_for_cpu",
+                       "aten::_scaled_dot_product_flash_attention_for_cpu_backward"]

@@ -7,9 +7,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnprimer.online_softmax import (RunningAverage, combine, finish, online_logsumexp,
-                                       online_softmax, online_statistics, online_step,
-                                       online_steps, online_weighted_average, start)
+from attnprimer.online_softmax import (
+    RunningAverage,
+    combine,
+    finish,
+    online_logsumexp,
+    online_softmax,
+    online_statistics,
+    online_step,
+    online_steps,
+    online_weighted_average,
+    start,
+)
 from attnprimer.softmax import softmax_statistics
 
 PROPERTY_SETTINGS = settings(deadline=None, max_examples=60, database=None)

@@ -3,6 +3,8 @@ outputs and gradients, with causal, local and padding masks, and skips the block
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from torch.nn import functional as F
@@ -145,7 +147,7 @@ def test_blocks_a_mask_removes_are_skipped(monkeypatch, settings, expected):
 def test_local_attention_visits_blocks_linearly_in_the_length():
     mask = BlockMask(causal=True, window=64)
     counts = [len(mask.visited(length, length, 64)) for length in (512, 1024, 2048, 4096)]
-    assert [later - earlier for earlier, later in zip(counts, counts[1:])] == [
+    assert [later - earlier for earlier, later in itertools.pairwise(counts)] == [
         2 * (512 // 64), 2 * (1024 // 64), 2 * (2048 // 64)]
 
 
