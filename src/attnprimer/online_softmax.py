@@ -59,9 +59,10 @@ def combine(
     """The statistics of a row from those of two blocks of it.
 
     Args:
-        first, second: [`SoftmaxStatistics`][attnprimer.softmax.SoftmaxStatistics] of two
-            blocks of the same rows, as [`softmax_statistics`][attnprimer.softmax.softmax_statistics]
-            returns them (maximum 0 and normaliser 0 for a block of only ``-inf``).
+        first: [`SoftmaxStatistics`][attnprimer.softmax.SoftmaxStatistics] of one block of
+            the rows, as [`softmax_statistics`][attnprimer.softmax.softmax_statistics] returns
+            them (maximum 0 and normaliser 0 for a block of only ``-inf``).
+        second: the same, of another block of the same rows.
 
     Returns:
         The statistics of the two blocks together.
