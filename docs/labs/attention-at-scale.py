@@ -40,17 +40,19 @@ from attnprimer.tiled import tiled_attention
 
 # %% tags=["exercise"]
 def online_step(maximum, normaliser, total, scores, values):
-    """The running (maximum, normaliser, total) after one more block of keys."""
+    """The running (maximum, normaliser, total) after one more block."""
     raise NotImplementedError  # your code here
 
 
 # %% tags=["solution"]
 def online_step(maximum, normaliser, total, scores, values):
-    """The running (maximum, normaliser, total) after one more block of keys."""
-    new_maximum = torch.maximum(maximum, scores.amax(-1, keepdim=True))  # (R, 1)
+    """The running (maximum, normaliser, total) after one more block."""
+    block_max = scores.amax(-1, keepdim=True)  # (R, 1)
+    new_maximum = torch.maximum(maximum, block_max)  # (R, 1)
     rescale = (maximum - new_maximum).exp()  # (R, 1), at most 1
     exponentials = (scores - new_maximum).exp()  # (R, block)
-    normaliser = normaliser * rescale + exponentials.sum(-1, keepdim=True)
+    block_sum = exponentials.sum(-1, keepdim=True)  # (R, 1)
+    normaliser = normaliser * rescale + block_sum
     total = total * rescale + exponentials @ values  # (R, Dv)
     return new_maximum, normaliser, total
 
@@ -66,7 +68,8 @@ exercises.check("online_step", online_step)
 def forgetful_step(maximum, normaliser, total, scores, values):
     new_maximum = torch.maximum(maximum, scores.amax(-1, keepdim=True))
     exponentials = (scores - new_maximum).exp()
-    return (new_maximum, normaliser + exponentials.sum(-1, keepdim=True),
+    block_sum = exponentials.sum(-1, keepdim=True)
+    return (new_maximum, normaliser + block_sum,
             total + exponentials @ values)
 
 
@@ -81,9 +84,11 @@ print(exercises.diagnose("online_step", forgetful_step))
 generator = torch.Generator().manual_seed(0)
 scores = 1000 + 5 * torch.randn(3, 22, generator=generator)  # (R, S)
 values = torch.randn(22, 2, generator=generator)  # (S, Dv)
-state = (torch.full((3, 1), -torch.inf), torch.zeros(3, 1), torch.zeros(3, 2))
+state = (torch.full((3, 1), -torch.inf), torch.zeros(3, 1),
+         torch.zeros(3, 2))  # nothing read yet
 for begin in range(0, 22, 4):
-    state = online_step(*state, scores[:, begin:begin + 4], values[begin:begin + 4])
+    end = begin + 4
+    state = online_step(*state, scores[:, begin:end], values[begin:end])
 maximum, normaliser, total = state
 print("online:", total / normaliser)
 print("whole row:", torch.softmax(scores, -1) @ values)
@@ -91,16 +96,18 @@ print("whole row:", torch.softmax(scores, -1) @ values)
 # %% [markdown]
 # ## What skipping blocks saves
 #
-# The package's [`tiled_attention`][attnprimer.tiled.tiled_attention] runs your step
+# The package's [`tiled_attention`](../reference/tiled.md) runs your step
 # over blocks of queries and keys, and skips the blocks that a mask removes entirely.
 # It gives the same outputs and gradients as PyTorch's fused kernel:
 
 # %%
-query, key, value = (torch.randn(1, 2, 300, 16, generator=generator) for _ in range(3))
+query, key, value = (torch.randn(1, 2, 300, 16, generator=generator)
+                     for _ in range(3))  # (B, H, L, Dh)
 window = 32
-mask = torch.ones(300, 300, dtype=torch.bool).tril() & ~torch.ones(
-    300, 300, dtype=torch.bool).tril(-window - 1)  # causal, |i - j| <= 32
-tiled = tiled_attention(query, key, value, causal=True, window=window, block_size=32)
+ones = torch.ones(300, 300, dtype=torch.bool)
+mask = ones.tril() & ~ones.tril(-window - 1)  # causal, i - j <= 32
+tiled = tiled_attention(query, key, value, causal=True, window=window,
+                        block_size=32)
 fused = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
 print("largest difference:", float((tiled - fused).abs().max()))
 
@@ -110,8 +117,9 @@ print("largest difference:", float((tiled - fused).abs().max()))
 # linearly with the length, where the full square grows with its square.
 
 # %%
+sliding = BlockMask(causal=True, window=256)
 for length in (1024, 2048, 4096, 8192):
-    visited = len(BlockMask(causal=True, window=256).visited(length, length, 256))
+    visited = len(sliding.visited(length, length, 256))
     print(f"L = {length:5}: {visited:3} blocks of {(length // 256) ** 2:5}")
 
 # %% [markdown]
@@ -122,12 +130,14 @@ for length in (1024, 2048, 4096, 8192):
 
 # %%
 torch.set_num_threads(1)
-tiled_attention(query, key, value, causal=True, window=window, block_size=32)  # warm-up
+tiled_attention(query, key, value, causal=True, window=window)  # warm-up
 for length in (1024, 4096):
-    q, k, v = (torch.randn(1, 2, length, 64, generator=generator) for _ in range(3))
+    q, k, v = (torch.randn(1, 2, length, 64, generator=generator)
+               for _ in range(3))
     started = time.perf_counter()
     tiled_attention(q, k, v, causal=True, window=256, block_size=256)
-    print(f"L = {length}: {1e3 * (time.perf_counter() - started):.0f} ms")
+    elapsed = time.perf_counter() - started
+    print(f"L = {length}: {1e3 * elapsed:.0f} ms")
 
 # %% [markdown]
 # Try it: time the same calls without the window (`tiled_attention(q, k, v,
