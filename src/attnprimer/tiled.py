@@ -49,7 +49,26 @@ def _masked(scores: torch.Tensor, mask: BlockMask,
 # --8<-- [start:forward]
 def tiled_forward(query, key, value, mask: BlockMask, block_size: int,
                   scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Context (..., L, Dv) and log-sum-exp (..., L), one block at a time."""
+    """The forward pass: context and log-sum-exp per query, one block at a time.
+
+    Args:
+        query: (..., L, Dh).
+        key: (..., S, Dh).
+        value: (..., S, Dv).
+        mask: which pairs may attend, decided per block.
+        block_size: queries and keys per block.
+        scale: multiplies the scores.
+
+    Returns:
+        ``(context, logsumexp)``: (..., L, Dv) and (..., L); a query with every key masked
+        gets zeros and ``-inf``.
+
+    Examples:
+        >>> q, k, v = torch.zeros(1, 3, 2), torch.zeros(1, 4, 2), torch.arange(4.0).view(1, 4, 1)
+        >>> context, logsumexp = tiled_forward(q, k, v, BlockMask(), block_size=2, scale=1.0)
+        >>> context.flatten().tolist(), logsumexp.flatten().tolist()   # even weights
+        ([1.5, 1.5, 1.5], [1.3862943649291992, 1.3862943649291992, 1.3862943649291992])
+    """
     length, key_length = query.shape[-2], key.shape[-2]
     contexts, logsumexps = [], []
     for q0 in range(0, length, block_size):
@@ -74,7 +93,31 @@ def tiled_forward(query, key, value, mask: BlockMask, block_size: int,
 # --8<-- [start:backward]
 def tiled_backward(grad_context, query, key, value, context, logsumexp,
                    mask: BlockMask, block_size: int, scale: float):
-    """Gradients of query, key and value, recomputing the weights block by block."""
+    """The backward pass: gradients of query, key and value, the weights recomputed per block.
+
+    Args:
+        grad_context: (..., L, Dv), the gradient of the loss with respect to the context.
+        query: (..., L, Dh), as given to [`tiled_forward`][attnprimer.tiled.tiled_forward].
+        key: (..., S, Dh), as given to it.
+        value: (..., S, Dv), as given to it.
+        context: (..., L, Dv), as it returned.
+        logsumexp: (..., L), as it returned.
+        mask: as given to it.
+        block_size: as given to it.
+        scale: as given to it.
+
+    Returns:
+        ``(grad_query, grad_key, grad_value)``, shaped like query, key and value.
+
+    Examples:
+        >>> q, k = torch.zeros(1, 3, 2), torch.zeros(1, 4, 2)
+        >>> v = torch.arange(4.0).view(1, 4, 1)
+        >>> context, lse = tiled_forward(q, k, v, BlockMask(), 2, 1.0)
+        >>> _, _, grad_value = tiled_backward(torch.ones_like(context), q, k, v, context, lse,
+        ...                                   BlockMask(), 2, 1.0)
+        >>> grad_value.flatten().tolist()   # each key has weight 1/4 for each of 3 queries
+        [0.75, 0.75, 0.75, 0.75]
+    """
     length, key_length = query.shape[-2], key.shape[-2]
     # delta_i = sum_d dO_id O_id: (..., L, Dv) -> (..., L, 1)
     delta = (grad_context * context).sum(dim=-1, keepdim=True)
