@@ -99,10 +99,12 @@ def train(session: nox.Session) -> None:
 
 @nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
-    """Print the time and peak memory of attention against the sequence length on this machine,
-    and how long each of the site's models took to train (from the catalogue)."""
+    """Print the time and peak memory of attention against the sequence length on this machine
+    (forward only; then forward and backward, materialised, tiled and fused, the numbers of the
+    chapter "Attention at scale"), and how long each of the site's models took to train."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
+    session.run("python", "-m", "attnprimer.cost_at_scale")
     session.run("python", "-c", TRAINING_TIMES)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import attnprimer.cache as cache_module
-from attnprimer.cache import cache_dir, cached_path, dependencies, get_trained, train_missing
+from attnprimer.cache import (cache_dir, cached_path, cached_result, dependencies, get_trained,
+                              train_missing)
 from attnprimer.checkpoints import load_checkpoint
 from attnprimer.site_models import SITE_MODELS
 from attnprimer.tasks import CountingTask
@@ -293,3 +294,22 @@ def test_a_second_process_waits_for_the_training_lock_then_trains_nothing(monkey
     other.join(timeout=30)
     assert results == [[]]  # it found the model cached and trained nothing
     assert len(calls) == 1
+
+
+CALLS: list[int] = []
+
+
+def _measure(size: int) -> list[int]:
+    CALLS.append(size)
+    return list(range(size))
+
+
+def test_cached_result_without_a_model_is_keyed_on_arguments_and_code(temporary_cache):
+    """trained=None: a measurement of the machine, computed once per argument and code, then
+    read back from its JSON file."""
+    CALLS.clear()
+    assert cached_result(_measure, None, size=3) == [0, 1, 2]
+    assert cached_result(_measure, None, size=3) == [0, 1, 2]  # read back
+    assert cached_result(_measure, None, size=2) == [0, 1]
+    assert CALLS == [3, 2]
+    assert len(list((temporary_cache / "results").glob("_measure-*.json"))) == 2

@@ -33,7 +33,7 @@ def test_the_implementations_compute_the_same_context():
 PEAK_OF_64_MIB = """
 import torch
 from attnprimer import cost
-cost._exact_allocator()
+cost.exact_allocator()
 print(cost.peak_memory(lambda: torch.ones(16 * 2**20).sum()))
 """
 
@@ -74,7 +74,7 @@ def test_our_memory_grows_quadratically_and_the_fused_kernels_does_not():
 
 
 def test_the_module_prints_a_table(capsys, monkeypatch):
-    monkeypatch.setattr(cost, "_exact_allocator", lambda: None)  # leave this process's malloc be
+    monkeypatch.setattr(cost, "exact_allocator", lambda: None)  # leave this process's malloc be
     assert cost._main(["--lengths", "16", "32", "--repeats", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("B=1, H=4, Dh=64")
@@ -124,7 +124,7 @@ BOOL_AND_FLOAT_MASK = """
 import torch
 from torch.nn import functional as F
 from attnprimer import cost
-cost._exact_allocator()
+cost.exact_allocator()
 length = 2048
 query = torch.randn(1, 4, length, 64)
 allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))

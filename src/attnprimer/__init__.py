@@ -13,6 +13,9 @@ The public names, by chapter:
   [`AdditiveScore`][attnprimer.additive.AdditiveScore], [`AdditiveAttention`][attnprimer.additive.AdditiveAttention].
 * self-attention ([`attnprimer.multihead`][attnprimer.multihead]): [`split_heads`][attnprimer.multihead.split_heads], [`merge_heads`][attnprimer.multihead.merge_heads],
   [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention].
+* attention at scale ([`attnprimer.online_softmax`][attnprimer.online_softmax],
+  [`attnprimer.tiled`][attnprimer.tiled]): [`online_softmax`][attnprimer.online_softmax.online_softmax],
+  [`tiled_attention`][attnprimer.tiled.tiled_attention].
 
 Shape legend everywhere: B batch, L query length, S key length, D model dim,
 H heads, Dh head dim.
@@ -36,7 +39,9 @@ from attnprimer.dot_product import (
 from attnprimer.kernel_regression import nadaraya_watson
 from attnprimer.masks import causal_mask, combine_masks, local_mask, padding_mask, to_blocked_mask
 from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
+from attnprimer.online_softmax import online_softmax
 from attnprimer.softmax import logsumexp, stable_softmax
+from attnprimer.tiled import tiled_attention
 
 __version__ = "0.1.0"
 
@@ -56,9 +61,11 @@ __all__ = [
     "masked_softmax",
     "merge_heads",
     "nadaraya_watson",
+    "online_softmax",
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",
     "stable_softmax",
+    "tiled_attention",
     "to_blocked_mask",
 ]

@@ -274,7 +274,7 @@ Result = TypeVar("Result")
 
 def cached_result(
     function: Callable[..., Result],
-    trained: TrainedModel,
+    trained: TrainedModel | None,
     *,
     encode: Callable[[Result], Any] = lambda result: result,
     decode: Callable[[Any], Result] = lambda data: data,
@@ -290,6 +290,10 @@ def cached_result(
     one torch thread ([`single_thread`][attnprimer.train.single_thread]): experiments on the
     site's small models are many small operations, where threads cost more than they save.
 
+    With ``trained=None`` the result depends on the arguments and the code alone, and the
+    function is called as ``function(**arguments)``: a measurement of this machine that the
+    page and its claims tests must share (it runs its own processes, with their own threads).
+
     Examples:
         >>> import tempfile
         >>> from attnprimer.tasks import CountingTask
@@ -303,7 +307,8 @@ def cached_result(
         >>> _ = os.environ.pop("ATTNPRIMER_CACHE_DIR")
         >>> if saved is not None: os.environ["ATTNPRIMER_CACHE_DIR"] = saved
     """
-    key = json.dumps({"model": cached_path(trained.task, trained.config).stem,
+    model = None if trained is None else cached_path(trained.task, trained.config).stem
+    key = json.dumps({"model": model,
                       "function": f"{function.__module__}.{function.__qualname__}",
                       "code": _code_of(function), "arguments": arguments},
                      sort_keys=True)
@@ -315,7 +320,7 @@ def cached_result(
         except (ValueError, KeyError, TypeError):  # damaged: compute it again
             pass
     with single_thread():
-        result = function(trained, **arguments)
+        result = function(**arguments) if trained is None else function(trained, **arguments)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(encode(result), sort_keys=True)
     write_atomically(path, lambda file: file.write(text.encode("utf-8")), mode=0o644)

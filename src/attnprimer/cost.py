@@ -49,12 +49,14 @@ __all__ = [
     "IMPLEMENTATIONS",
     "SDPA_VARIANTS",
     "CostPoint",
+    "exact_allocator",
     "SdpaPoint",
     "measure_attention_cost",
     "measure_in_fresh_process",
     "measure_sdpa_in_fresh_process",
     "measure_sdpa_variants",
     "peak_memory",
+    "run_fresh",
     "sdpa_kernel_name",
 ]
 
@@ -264,7 +266,7 @@ def measure_sdpa_variants(
 def measure_sdpa_in_fresh_process(lengths: Iterable[int] = (512, 1024, 2048)) -> list[SdpaPoint]:
     """[`measure_sdpa_variants`][attnprimer.cost.measure_sdpa_variants] in a new Python process,
     with the allocator of [`measure_in_fresh_process`][attnprimer.cost.measure_in_fresh_process]."""
-    return [SdpaPoint(*point) for point in _run_fresh(["--sdpa", "--lengths", *map(str, lengths)])]
+    return [SdpaPoint(*point) for point in run_fresh(["--sdpa", "--lengths", *map(str, lengths)])]
 
 
 def measure_in_fresh_process(
@@ -284,18 +286,23 @@ def measure_in_fresh_process(
         [256, 256]
     """
     arguments = ["--repeats", str(repeats), "--lengths", *map(str, lengths)]
-    return [CostPoint(*point) for point in _run_fresh(arguments)]
+    return [CostPoint(*point) for point in run_fresh(arguments)]
 
 
-def _run_fresh(arguments: list[str]) -> list[list]:
-    command = [sys.executable, "-m", "attnprimer.cost", "--json", *arguments]
+def run_fresh(arguments: list[str], module: str = "attnprimer.cost") -> list[list]:
+    """Run ``python -m <module> --json <arguments>`` in a new process; return what it printed.
+
+    The module's command line calls [`exact_allocator`][attnprimer.cost.exact_allocator]
+    before it measures, and prints its points as one JSON list.
+    """
+    command = [sys.executable, "-m", module, "--json", *arguments]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
     return json.loads(result.stdout)
 
 
-def _exact_allocator() -> None:
+def exact_allocator() -> None:
     """Make glibc map every block of 64 KiB or more on its own and unmap it when freed."""
     if not sys.platform.startswith("linux"):
         return
@@ -319,7 +326,7 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sdpa", action="store_true",
                         help="the kernel and peak memory of each way of calling the fused SDPA")
     args = parser.parse_args(argv)
-    _exact_allocator()
+    exact_allocator()
     if args.sdpa:
         points = measure_sdpa_variants(args.lengths)
         header = f"{'variant':<26}{'L':>6}{'peak (MiB)':>12}  kernel"

@@ -635,3 +635,4 @@ EXERCISES: dict[str, Exercise] = {
 # it is imported; importing it here makes `check("encoder_block", ...)` work from this module
 # alone, whichever of the two is imported first.
 import attnprimer.exercises_transformer  # noqa: F401
+import attnprimer.exercises_attention_at_scale  # noqa: E402, F401  (the same, for its lab)

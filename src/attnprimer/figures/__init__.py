@@ -36,6 +36,7 @@ from attnprimer.figures import positional_encoding  # isort: skip
 from attnprimer.figures import transformer  # isort: skip
 from attnprimer.figures import transformer_lengths  # isort: skip
 from attnprimer.figures import transformer_training  # isort: skip
+from attnprimer.figures import attention_at_scale  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.qkv import kernel_regression_toy
+from attnprimer.block_mask import BlockMask
+from attnprimer.experiments.attention_at_scale import KINDS, block_kinds
 from attnprimer.experiments.rnn_recap import decoder_curves
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
+from attnprimer.figures.plotting import (BLOCK_COLOURS, BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          weight_colorbar)
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
@@ -147,3 +150,19 @@ def map_transformer() -> Figure:
         label: (np.array([cached_accuracy_by_length(model.trained(), lengths, 1000)
                           for model in seeds]), colour)  # (seeds, lengths)
         for label, (seeds, colour) in models.items()})
+
+
+@recipe("map_attention_at_scale", "chapter map: the blocks tiled attention computes under a "
+        "causal sliding window")
+def map_attention_at_scale() -> Figure:
+    kinds = block_kinds(4096, 256, BlockMask(causal=True, window=256))  # 16 x 16 blocks
+    figure, axes = small_figure()
+    axes.imshow(np.array([[KINDS.index(kind) for kind in row] for row in kinds]),
+                cmap=ListedColormap(BLOCK_COLOURS), vmin=0, vmax=2)
+    axes.set_xticks(np.arange(17) - 0.5, minor=True)
+    axes.set_yticks(np.arange(17) - 0.5, minor=True)
+    axes.grid(which="minor", color=GREY, lw=0.4)
+    axes.tick_params(which="both", length=0, labelsize=8)
+    axes.set_xlabel("key block")
+    axes.set_ylabel("query block")
+    return figure

@@ -7,7 +7,7 @@ on decoding and on attention at scale draw on the same pictures.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -98,7 +98,8 @@ def plot_causal_demo(length: int = 10, changed_from: int = 6, dim: int = 16, see
     return figure
 
 
-def plot_attention_cost(points: Iterable[CostPoint]) -> Figure:
+def plot_attention_cost(points: Iterable[CostPoint],
+                        colours: Sequence[str] = (ORANGE, BLUE, GREEN)) -> Figure:
     """Time and peak memory of attention against the sequence length, log-log.
 
     On log-log axes a cost proportional to L^k is a straight line of slope k;
@@ -107,6 +108,7 @@ def plot_attention_cost(points: Iterable[CostPoint]) -> Figure:
 
     Args:
         points: the measurements, as made by [`measure_attention_cost`][attnprimer.cost.measure_attention_cost].
+        colours: one per implementation, in the order they first appear in ``points``.
 
     Examples:
         >>> points = [CostPoint("a", 8, 1e-3, 2**20), CostPoint("a", 16, 4e-3, 2**22)]
@@ -121,7 +123,7 @@ def plot_attention_cost(points: Iterable[CostPoint]) -> Figure:
     left, right = figure.subplots(1, 2)
     names = list(dict.fromkeys(point.implementation for point in points))
     anchors = {}
-    for colour, name in zip((ORANGE, BLUE, GREEN), names):
+    for colour, name in zip(colours, names):
         mine = sorted((point for point in points if point.implementation == name),
                       key=lambda point: point.length)
         lengths = np.asarray([point.length for point in mine], dtype=float)

@@ -24,6 +24,7 @@ from attnprimer.checkpoints import write_atomically
 from attnprimer.tasks.base import BLANK, Task
 
 __all__ = [
+    "BLOCK_COLOURS",
     "BLUE",
     "GREEN",
     "GREY",
@@ -49,6 +50,9 @@ BLUE, ORANGE, GREEN, GREY = "#0072B2", "#E69F00", "#009E73", "#777777"
 PURPLE = "#CC79A7"
 INK = "black"  # the neutral colour of text, lines and box edges (matplotlib's own default)
 HEATMAP = "Blues"
+BLOCK_COLOURS = ("#FFFFFF", "#9CC9E6", BLUE)
+"""Blocks of tiled attention: white skipped, light computed and masked, dark computed whole
+(the order of [`KINDS`][attnprimer.experiments.attention_at_scale.KINDS])."""
 
 # Everything that makes an SVG differ between two identical runs, pinned.
 _STYLE = {

@@ -1,0 +1,156 @@
+"""The claims of the chapter "Attention at scale" about what it measured and drew.
+
+The measurements are the page's own: [`cached_training_cost`] reads the result the docs build
+computed (or computes it, once, about a minute), so the page and these tests look at the very
+same numbers. Only claims that hold robustly are tested: memory, which is deterministic to a
+few pages, and exact equalities. Times depend on the machine and on what else it runs; the
+page states them as measured and these tests never compare two of them. Each test names the
+sentence of the chapter it checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from attnprimer.block_mask import BlockMask
+from attnprimer.cost import sdpa_kernel_name
+from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
+from attnprimer.experiments.attention_at_scale import block_counts, cached_training_cost, of, slope
+from attnprimer.figures.attention_at_scale import (
+    BLOCK_EXAMPLE,
+    BLOCK_MASKS,
+    WALK_BLOCK,
+    WALK_SCORES,
+    WALK_VALUES,
+)
+from attnprimer.online_softmax import online_steps
+from attnprimer.tiled import tiled_attention
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def points():
+    return cached_training_cost()
+
+
+def _peak(points, name, length):
+    (point,) = [p for p in of(points, name) if p.length == length]
+    return point.peak_bytes
+
+
+def test_every_point_the_page_shows_was_measured(points):
+    """The tables and figures: each implementation at each of its lengths, memory included."""
+    last = SETTINGS["materialise_up_to"]
+    expected = {"materialised": [n for n in LENGTHS if n <= last], "tiled": list(LENGTHS),
+                "fused": list(LENGTHS), "tiled, local": list(LOCAL_LENGTHS),
+                "fused, local mask": [n for n in LOCAL_LENGTHS if n <= last]}
+    for name, lengths in expected.items():
+        measured = of(points, name)
+        assert [point.length for point in measured] == lengths
+        assert all(point.seconds > 0 and point.peak_bytes for point in measured)
+
+
+def test_tiled_peak_memory_grows_at_most_linearly(points):
+    """Target: 'tiled peak memory, slope on log-log, L = 1,024 to 8,192: <= 1.1', and 'nothing
+    in it grows faster than L ... its measured slope is below 1' (the figure's three longest)."""
+    assert slope(points, "tiled", "peak_bytes", [n for n in LENGTHS if n >= 1024]) <= 1.1
+    assert slope(points, "tiled", "peak_bytes", LENGTHS[-3:]) < 1.0
+
+
+def test_keeping_the_weights_costs_quadratic_memory(points):
+    """'its peak grows about fourfold per doubling of L'."""
+    lengths = [n for n in LENGTHS if 1024 <= n <= SETTINGS["materialise_up_to"]]
+    assert 1.8 <= slope(points, "materialised", "peak_bytes", lengths) <= 2.2
+
+
+def test_the_next_doubling_would_pass_a_gigabyte(points):
+    """'it stops at L = 4096: the next doubling would take it well past a gigabyte'."""
+    last = SETTINGS["materialise_up_to"]
+    assert 4 * _peak(points, "materialised", last) > 2**30
+
+
+def test_the_fused_kernel_holds_about_as_much_as_the_tiled_pass(points):
+    """'The fused kernel holds about as much as the tiled pass', from L = 1,024 on: within a
+    factor of 1.5 either way, and both far below the weights kept (a tenth at most)."""
+    for length in (n for n in LENGTHS if n >= 1024):
+        tiled, fused = _peak(points, "tiled", length), _peak(points, "fused", length)
+        assert 1 / 1.5 <= tiled / fused <= 1.5, length
+    last = SETTINGS["materialise_up_to"]
+    assert _peak(points, "tiled", last) < _peak(points, "materialised", last) / 10
+
+
+def test_a_dense_window_mask_costs_quadratic_memory_and_skipping_does_not(points):
+    """The sliding-window figure: memory slope 2 for the dense mask, below 1.1 for tiled."""
+    dense = [n for n in LOCAL_LENGTHS if n <= SETTINGS["materialise_up_to"]]
+    assert slope(points, "fused, local mask", "peak_bytes", dense) >= 1.8
+    assert slope(points, "tiled, local", "peak_bytes") <= 1.1
+
+
+def test_the_block_figure_counts():
+    """The block figure's titles: 64, 36, 15 and 48 of 64 blocks computed."""
+    counts = block_counts(BLOCK_EXAMPLE["length"], BLOCK_EXAMPLE["block_size"], BLOCK_MASKS)
+    computed = [tally["masked"] + tally["whole"] for tally in counts.values()]
+    assert computed == [64, 36, 15, 48]
+    assert counts["no mask"] == {"skipped": 0, "masked": 0, "whole": 64}
+
+
+@pytest.mark.parametrize("length", [1024, 2048, 4096, 16384])
+def test_a_window_of_w_in_blocks_of_w_computes_2L_over_w_minus_1_blocks(length):
+    """'each query block needs its own diagonal block and the one before it, 2L/w - 1 blocks in
+    all, where the full square has (L/w)^2'."""
+    window = SETTINGS["window"]
+    mask = BlockMask(causal=True, window=window)
+    assert len(mask.visited(length, length, window)) == 2 * length // window - 1
+
+
+def test_the_walk_through():
+    """The walk-through's caption: block 2 raises the maximum from 1 to 2.5, so block 1's sum
+    shrinks by e^(1 - 2.5) ~ 0.22; block 3 has no score above 2.5 (factor 1); after the last
+    block the running average is exact."""
+    scores, values = torch.tensor(WALK_SCORES), torch.tensor(WALK_VALUES)
+    states = list(online_steps(scores, values[:, None], WALK_BLOCK))
+    maxima = [float(state.maximum) for state in states]
+    assert maxima == [1.0, 2.5, 2.5]
+    assert round(float(torch.exp(torch.tensor(maxima[0] - maxima[1]))), 2) == 0.22
+    final = float(states[-1].total) / float(states[-1].normaliser)
+    assert final == pytest.approx(float(torch.softmax(scores, 0) @ values), rel=1e-6)
+    assert float(states[0].total) / float(states[0].normaliser) != pytest.approx(final)
+
+
+def test_tiled_equals_the_fused_kernel_at_a_measured_length():
+    """'Three implementations' of the same attention: at L = 1,024 with the chapter's block size,
+    outputs and gradients agree to float32 rounding, with and without the window."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(1, 2, 1024, 64, generator=generator, requires_grad=True)
+              for _ in range(3)]
+    window = SETTINGS["window"]
+    positions = torch.arange(1024)
+    offset = positions[:, None] - positions[None, :]  # i - j
+    for settings, mask in (({}, None),
+                           ({"causal": True, "window": window},
+                            (offset >= 0) & (offset <= window))):
+        tiled = tiled_attention(*inputs, **settings, block_size=SETTINGS["block_size"])
+        fused = F.scaled_dot_product_attention(*inputs, attn_mask=mask)
+        torch.testing.assert_close(tiled, fused, atol=1e-5, rtol=1e-5)
+        grads = torch.autograd.grad(tiled.sum(), inputs)
+        for got, want in zip(grads, torch.autograd.grad(fused.sum(), inputs), strict=True):
+            torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dense_mask", [False, True], ids=["no mask", "dense window mask"])
+def test_the_fused_kernel_is_a_flash_kernel_forward_and_backward(dense_mask):
+    """'runs a flash kernel written in C++, forward and backward
+    (_scaled_dot_product_flash_attention_for_cpu and its _backward)', and, with the window as a
+    dense mask, 'it still runs its flash kernel, forward and backward'."""
+    query, key, value = (torch.randn(1, 2, 512, 64, requires_grad=True) for _ in range(3))
+    mask = torch.ones(512, 512, dtype=torch.bool).tril() if dense_mask else None
+
+    def forward_and_backward():
+        F.scaled_dot_product_attention(query, key, value, attn_mask=mask).sum().backward()
+
+    kernels = sdpa_kernel_name(forward_and_backward).split(", ")
+    assert kernels == ["aten::_scaled_dot_product_flash_attention_for_cpu",
+                       "aten::_scaled_dot_product_flash_attention_for_cpu_backward"]

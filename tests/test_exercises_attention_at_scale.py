@@ -1,0 +1,56 @@
+"""The attention-at-scale lab's exercise: registered, faithful to the package, mistakes named."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnprimer.exercises import EXERCISES, ExerciseError, check, diagnose
+from attnprimer.exercises_attention_at_scale import ONLINE_STEP, online_step
+from attnprimer.online_softmax import RunningAverage, finish
+
+
+def _flat(message: str) -> str:
+    return " ".join(message.split())
+
+
+def test_registered_for_check_by_name():
+    assert EXERCISES["online_step"] is ONLINE_STEP
+
+
+def test_the_reference_folds_blocks_into_the_softmax_average():
+    generator = torch.Generator().manual_seed(0)
+    scores = 4 * torch.randn(3, 10, generator=generator)  # (R, S)
+    values = torch.randn(10, 2, generator=generator)  # (S, Dv)
+    state = (torch.full((3, 1), -torch.inf), torch.zeros(3, 1), torch.zeros(3, 2))
+    for begin in range(0, 10, 4):
+        state = online_step(*state, scores[:, begin:begin + 4], values[begin:begin + 4])
+    average, _ = finish(RunningAverage(*state))
+    torch.testing.assert_close(average, torch.softmax(scores, -1) @ values)
+
+
+def test_the_cases_grow_and_shrink_the_maximum():
+    """Every rescale mistake shows: some rows' maximum grows in the block, some do not."""
+    grows = [(case.arguments["scores"].amax(-1, keepdim=True) > case.arguments["maximum"])
+             for case in ONLINE_STEP.cases()[1:]]
+    assert any(bool(g.any()) for g in grows) and any(bool((~g).any()) for g in grows)
+
+
+@pytest.mark.parametrize("index", range(len(ONLINE_STEP.mistakes)))
+def test_each_mistake_fails_and_is_named(index):
+    mistake = ONLINE_STEP.mistakes[index]
+    with pytest.raises(ExerciseError):
+        check("online_step", mistake.function)
+    message = _flat(diagnose("online_step", mistake.function))
+    assert _flat(mistake.explanation) in message
+    for other in ONLINE_STEP.mistakes[:index]:  # named as itself, not as an earlier mistake
+        assert _flat(other.explanation) not in message
+
+
+def test_a_wrong_answer_fails_without_naming_a_mistake():
+    def wrong(*arguments):
+        return tuple(output * 0 for output in online_step(*arguments))
+
+    message = diagnose("online_step", wrong)
+    assert message.startswith("✗ online_step")
+    assert "known mistake" not in message
