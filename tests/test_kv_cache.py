@@ -99,3 +99,17 @@ def test_the_cache_grows_by_one_position_per_step(generator):
 
 def test_an_empty_layer_cache_holds_nothing():
     assert LayerCache().nbytes == 0
+
+
+def test_torch_is_causal_aligns_top_left_when_there_are_fewer_queries(generator):
+    """What the page says of ``is_causal=True``: with L < S it is the top-left triangle."""
+    from torch.nn import functional as F
+
+    q = torch.randn(1, 1, 3, 4, generator=generator, dtype=torch.float64)
+    k = torch.randn(1, 1, 8, 4, generator=generator, dtype=torch.float64)
+    top_left = torch.tril(torch.ones(3, 8, dtype=torch.bool))
+    bottom_right = torch.tril(torch.ones(3, 8, dtype=torch.bool), diagonal=8 - 3)
+    flagged = F.scaled_dot_product_attention(q, k, k, is_causal=True)
+    torch.testing.assert_close(flagged, F.scaled_dot_product_attention(q, k, k, attn_mask=top_left))
+    assert not torch.allclose(flagged, F.scaled_dot_product_attention(q, k, k,
+                                                                      attn_mask=bottom_right))

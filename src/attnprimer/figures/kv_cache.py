@@ -27,6 +27,8 @@ from attnprimer.figures.plotting import BLUE, GREY, ORANGE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table
 from attnprimer.figures.transformer import DECODER_ONLY, seeds
+from attnprimer.tasks import ReversalTransformerTask
+from attnprimer.transformer import DecoderOnly
 
 __all__ = ["plot_cached_masks", "plot_decoding_cost"]
 
@@ -186,6 +188,13 @@ def kv_site_speed() -> str:
         f"  (1 thread, fastest of 3, measured when this page was built)"]) + "\n```\n"
 
 
+def _weights_mib() -> float:
+    """MiB of the float32 weights of a multi-head ``DecoderOnly`` of the shape ``LARGER``."""
+    task = ReversalTransformerTask(architecture="decoder-only")
+    model = DecoderOnly(task.num_classes, **LARGER, pre_norm=True)
+    return sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
+
+
 @recipe("gqa_table", "key/value cache bytes per token: multi-head, grouped-query, multi-query",
         chapter=CHAPTER)
 def gqa_table() -> str:
@@ -205,4 +214,5 @@ def gqa_table() -> str:
                 f"float32, one sequence. Measured: tokens fed one at a time through a stack of "
                 f"{layers} grouped-query attention layers with caches, the bytes the caches "
                 f"then hold divided by the tokens; the formula is 2 × layers × G × Dh × 4 "
-                f"bytes.")
+                f"bytes. For comparison, the weights of a decoder-only model of this size "
+                f"(multi-head, the site's vocabulary) take {_weights_mib():.1f} MiB.")
