@@ -48,7 +48,7 @@ __all__ = ["LARGER", "DecodingPoint", "cache_equals_recomputation", "cache_table
 
 LARGER = {"dim": 256, "heads": 8, "layers": 4}
 """The untrained model of the scaling measurement: D, H and blocks (the site's has 32, 4, 2)."""
-LENGTHS = (32, 64, 128, 256, 512)
+LENGTHS = (32, 64, 128, 256)
 PROMPT = 16  # input tokens before the separator
 
 
