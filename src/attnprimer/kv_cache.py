@@ -55,8 +55,8 @@ class LayerCache:
         (torch.Size([1, 2, 4, 4]), 256)
     """
 
-    keys: torch.Tensor | None = None
-    values: torch.Tensor | None = None
+    keys: torch.Tensor | None = None  # (B, Hkv, S, Dh), None before the first
+    values: torch.Tensor | None = None  # (B, Hkv, S, Dh)
 
     def append(self, k: torch.Tensor, v: torch.Tensor):
         """Add the new positions' k, v (B, Hkv, L, Dh); return all (B, Hkv, S, Dh)."""
@@ -87,8 +87,8 @@ class KVCache:
         (3, torch.Size([4, 0]), 0)
     """
 
-    layers: list[LayerCache]
-    real: torch.Tensor
+    layers: list[LayerCache]  # one per block
+    real: torch.Tensor  # (B, S) bool: False at the input's padding
 
     @classmethod
     def empty(cls, model: DecoderOnly, batch: int) -> KVCache:
