@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from attnprimer.experiments.kv_cache import (LARGER, LENGTHS, PROMPT, DecodingPoint,
                                              cache_table, cached_decoding_cost,
@@ -107,9 +108,15 @@ def plot_decoding_cost(points: list[DecodingPoint]) -> Figure:
         if cache:
             right.plot(lengths, [point.cache_bytes / 2**20 for point in mine], color=colour,
                        ls="--", marker="x", label="the cache's keys and values")
+    # Plain numbers on the log axes, at 1, 2 and 5 times a power of ten
+    plain = FuncFormatter(lambda value, _: f"{value:g}" if f"{value:e}"[0] in "125" else "")
     for axes in (left, right):
         axes.set_xscale("log", base=2)
         axes.set_yscale("log")
+        axes.set_xticks(lengths, [str(length) for length in lengths])
+        axes.yaxis.set_major_formatter(plain)
+        axes.yaxis.set_minor_formatter(plain)
+        axes.tick_params(axis="y", which="minor", labelsize=7)
         axes.set_xlabel("tokens generated")
         axes.grid(alpha=0.3, which="both")
         axes.legend(fontsize=8)
