@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from attnprimer.experiments.kv_cache import (LARGER, LENGTHS, PROMPT, cache_table,
-                                             cached_decoding_cost, cached_equality,
-                                             cached_site_model_speed)
+from attnprimer.experiments.kv_cache import (
+    LARGER,
+    LENGTHS,
+    PROMPT,
+    cache_table,
+    cached_decoding_cost,
+    cached_equality,
+    cached_site_model_speed,
+)
 from attnprimer.site_models import TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
 
 DECODER_ONLY = "Transformer (decoder-only)"

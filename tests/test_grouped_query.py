@@ -7,8 +7,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnprimer.grouped_query import (GroupedQueryAttention, cache_bytes_per_token,
-                                      grouped_attention)
+from attnprimer.grouped_query import GroupedQueryAttention, cache_bytes_per_token, grouped_attention
 from attnprimer.kv_cache import LayerCache
 from attnprimer.masks import causal_mask, combine_masks, padding_mask
 from attnprimer.multihead import MultiHeadAttention

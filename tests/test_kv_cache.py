@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.kv_cache import (KVCache, LayerCache, extend, greedy_with_cache,
-                                 greedy_without_cache)
+from attnprimer.kv_cache import KVCache, LayerCache, extend, greedy_with_cache, greedy_without_cache
 from attnprimer.transformer import DecoderOnly
 
 
@@ -71,7 +70,7 @@ def test_prefill_in_pieces_equals_prefill_at_once(generator):
 
 def test_a_top_left_mask_would_be_wrong(generator, monkeypatch):
     """The test above can fail: with the triangle aligned top-left, chunked prefill differs."""
-    import attnprimer.kv_cache as kv_cache
+    from attnprimer import kv_cache
 
     model = _model(True, dtype=torch.float64)
     tokens = torch.randint(1, 9, (3, 8), generator=generator)

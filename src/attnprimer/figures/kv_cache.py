@@ -21,9 +21,15 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from attnprimer.experiments.kv_cache import (LARGER, LENGTHS, PROMPT, DecodingPoint,
-                                             cache_table, cached_decoding_cost,
-                                             cached_equality, cached_site_model_speed)
+from attnprimer.experiments.kv_cache import (
+    LARGER,
+    PROMPT,
+    DecodingPoint,
+    cache_table,
+    cached_decoding_cost,
+    cached_equality,
+    cached_site_model_speed,
+)
 from attnprimer.figures.plotting import BLUE, GREY, ORANGE
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table
@@ -137,9 +143,9 @@ def kv_equal() -> str:
     lines = []
     for seed, trained in enumerate(seeds(DECODER_ONLY)):
         result = cached_equality(trained)
-        lines += [f"{DECODER_ONLY}, seed {seed}: {result['inputs']:,} held-out inputs of "
-                  f"1-20 letters, {result['padded']:,} padded, "
-                  f"{result['beyond training']:,} longer than any in training",
+        lines += [(f"{DECODER_ONLY}, seed {seed}: {result['inputs']:,} held-out inputs of "
+                   f"1-20 letters, {result['padded']:,} padded, "
+                   f"{result['beyond training']:,} longer than any in training"),
                   f"  every written token the same:  {'yes' if result['same tokens'] else 'NO'}",
                   f"  largest logit difference:      {result['largest difference']:.1e}"]
     return "```text\n" + "\n".join(lines) + "\n```\n"
@@ -190,9 +196,9 @@ def kv_site_speed() -> str:
         f"{DECODER_ONLY}, seed 0: 100 held-out inputs of 20 letters, {tokens:,} tokens",
         f"  with the cache:   {on * 1e3:7.1f} ms  ({tokens / on:,.0f} tokens/s)",
         f"  recomputing:      {off * 1e3:7.1f} ms  ({tokens / off:,.0f} tokens/s)",
-        f"  same tokens: {'yes' if result['same tokens'] else 'NO'}; largest logit "
-        f"difference {result['largest difference']:.1e}",
-        f"  (1 thread, fastest of 3, measured when this page was built)"]) + "\n```\n"
+        (f"  same tokens: {'yes' if result['same tokens'] else 'NO'}; largest logit "
+         f"difference {result['largest difference']:.1e}"),
+        "  (1 thread, fastest of 3, measured when this page was built)"]) + "\n```\n"
 
 
 def _weights_mib() -> float:
