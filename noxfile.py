@@ -100,9 +100,11 @@ def train(session: nox.Session) -> None:
 @nox.session(python="3.11", default=False)
 def bench(session: nox.Session) -> None:
     """Print the time and peak memory of attention against the sequence length on this machine,
-    and how long each of the site's models took to train (from the catalogue)."""
+    greedy decoding with and without a key/value cache, and how long each of the site's models
+    took to train (from the catalogue)."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
+    session.run("python", "-m", "attnprimer.experiments.kv_cache")
     session.run("python", "-c", TRAINING_TIMES)
 
 
