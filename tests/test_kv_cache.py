@@ -112,3 +112,10 @@ def test_torch_is_causal_aligns_top_left_when_there_are_fewer_queries(generator)
     torch.testing.assert_close(flagged, F.scaled_dot_product_attention(q, k, k, attn_mask=top_left))
     assert not torch.allclose(flagged, F.scaled_dot_product_attention(q, k, k,
                                                                       attn_mask=bottom_right))
+
+
+def test_at_a_decoding_step_the_top_left_triangle_reads_the_first_position_only():
+    """What the page says of L = 1: bottom-right is a row of ones, top-left a single one."""
+    ones = torch.ones(1, 6, dtype=torch.bool)
+    assert torch.tril(ones, diagonal=6 - 1).all()
+    assert torch.tril(ones).nonzero().tolist() == [[0, 0]]
