@@ -119,3 +119,15 @@ def test_at_a_decoding_step_the_top_left_triangle_reads_the_first_position_only(
     ones = torch.ones(1, 6, dtype=torch.bool)
     assert torch.tril(ones, diagonal=6 - 1).all()
     assert torch.tril(ones).nonzero().tolist() == [[0, 0]]
+
+
+def test_bad_input_is_refused_with_its_shapes():
+    model = _model(True)
+    cache = KVCache.empty(model, batch=2)
+    tokens = torch.ones(2, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"tokens \(2, 3\), real \(2, 4\)"):
+        extend(model, cache, tokens, torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="B = 2 as the cache"):
+        extend(model, cache, tokens[:1], torch.ones(1, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="max_positions=64"):
+        greedy_with_cache(model, torch.ones(1, 40, dtype=torch.long))

@@ -146,6 +146,15 @@ def extend(model: DecoderOnly, cache: KVCache, tokens: torch.Tensor,
     ``real`` (B, L) says which of them are real tokens (the input's padding is
     not). Returns the logits of the new positions, (B, L, C).
     """
+    if tokens.dim() != 2 or real.shape != tokens.shape \
+            or tokens.shape[0] != cache.real.shape[0]:
+        raise ValueError(f"tokens and real must both be (B, L), B = {cache.real.shape[0]} "
+                         f"as the cache: tokens {tuple(tokens.shape)}, "
+                         f"real {tuple(real.shape)}")
+    if cache.real.shape[1] + tokens.shape[1] > model.position.table.shape[0]:
+        raise ValueError(f"{cache.real.shape[1]} cached and {tokens.shape[1]} new "
+                         f"positions: more than the model's max_positions="
+                         f"{model.position.table.shape[0]}")
     cache.real = torch.cat([cache.real, real], dim=1)  # (B, S)
     new, total = tokens.shape[1], cache.real.shape[1]  # L, S
     # The L queries are the last L of the S positions: query i sits at
