@@ -101,10 +101,12 @@ def train(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Print the time and peak memory of attention against the sequence length on this machine
     (forward only; then forward and backward, materialised, tiled and fused, the numbers of the
-    chapter "Attention at scale"), and how long each of the site's models took to train."""
+    chapter "Attention at scale"), greedy decoding with and without a key/value cache, and how
+    long each of the site's models took to train."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
     session.run("python", "-m", "attnprimer.cost_at_scale")
+    session.run("python", "-m", "attnprimer.experiments.kv_cache")
     session.run("python", "-c", TRAINING_TIMES)
 
 

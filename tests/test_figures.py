@@ -329,7 +329,8 @@ def test_registry_keys_are_chapter_slash_name():
 
 DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams"}
 SECTION_MODULES = {"attnprimer.figures.transformer_lengths": "transformer",
-                   "attnprimer.figures.transformer_training": "transformer"}
+                   "attnprimer.figures.transformer_training": "transformer",
+                   "attnprimer.figures.kv_cache": "attention-at-scale"}
 """Figure modules of one section of a chapter, each filed under that chapter."""
 
 
@@ -678,7 +679,9 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
         "self-attention/cost", "self-attention/cost_table", "self-attention/sdpa_table",
         "attention-at-scale/training_cost", "attention-at-scale/local_cost",
         "attention-at-scale/cost_table", "attention-at-scale/local_table",
-        "attention-at-scale/targets"]
+        "attention-at-scale/targets",
+        "attention-at-scale/kv_cost", "attention-at-scale/kv_cost_table",
+        "attention-at-scale/kv_site_speed"]
 
 
 def test_positional_encoding_plots_label_their_axes():

@@ -7,7 +7,10 @@
 * One module per chapter, named by the chapter's slug (underscores for dashes):
   [`rnn_recap`][attnprimer.figures.rnn_recap], [`bahdanau`][attnprimer.figures.bahdanau],
   [`qkv`][attnprimer.figures.qkv], [`self_attention`][attnprimer.figures.self_attention],
-  [`positional_encoding`][attnprimer.figures.positional_encoding]. Each holds its chapter's
+  [`positional_encoding`][attnprimer.figures.positional_encoding],
+  [`transformer`][attnprimer.figures.transformer], and
+  [`kv_cache`][attnprimer.figures.kv_cache] (the key/value cache's part of the chapter
+  ``attention-at-scale``, its recipes filed under that slug). Each holds its chapter's
   own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
   models from the catalogue ([`attnprimer.site_models`][attnprimer.site_models]) and results
   from [`attnprimer.analysis`][attnprimer.analysis], then draw or tabulate them.
@@ -37,6 +40,7 @@ from attnprimer.figures import transformer  # isort: skip
 from attnprimer.figures import transformer_lengths  # isort: skip
 from attnprimer.figures import transformer_training  # isort: skip
 from attnprimer.figures import attention_at_scale  # isort: skip
+from attnprimer.figures import kv_cache  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip

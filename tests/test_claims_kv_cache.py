@@ -1,0 +1,81 @@
+"""The claims of the key/value-cache part of the chapter "Attention at scale", every seed.
+
+They read the page's numbers through the same result cache as its figures and tables
+(``attnprimer.experiments.kv_cache``), on the site's trained decoder-only models. No time is
+asserted: the page's times are measurements of the machine that built it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from attnprimer.experiments.kv_cache import (
+    LARGER,
+    LENGTHS,
+    PROMPT,
+    cache_table,
+    cached_decoding_cost,
+    cached_equality,
+    cached_site_model_speed,
+)
+from attnprimer.site_models import TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
+
+DECODER_ONLY = "Transformer (decoder-only)"
+
+
+@pytest.fixture(scope="module")
+def decoders(site_models):
+    settings = TRANSFORMERS[DECODER_ONLY]
+    return [site_models(model) for model in site_seeds(
+        "reversal-transformer", **settings, steps=TRANSFORMER_STEPS[settings["architecture"]])]
+
+
+def test_three_seeds(decoders):
+    assert len(decoders) == 3
+
+
+def test_the_cache_writes_exactly_the_tokens_of_recomputation_on_every_seed(decoders):
+    """Same tokens, logits equal up to float32 rounding; the batch is padded and holds
+    inputs longer than any in training, as the page says."""
+    for trained in decoders:
+        result = cached_equality(trained)
+        assert result["same tokens"]
+        assert result["largest difference"] < 1e-4
+        assert 0 < result["padded"] < result["inputs"]
+        assert result["beyond training"] > 0
+
+
+def test_the_trained_models_speed_run_wrote_the_same_tokens(decoders):
+    assert cached_site_model_speed(decoders[0])["same tokens"]
+
+
+@pytest.fixture(scope="module")
+def cost(decoders):
+    return {(point.cache, point.length): point for point in cached_decoding_cost(decoders[0])}
+
+
+def test_the_cache_grows_by_one_position_per_token(cost):
+    """Keys and values of every layer, for the prompt, the separator and every token fed back
+    (the last one is not): 2 x layers x positions x D x 4 bytes."""
+    for length in LENGTHS:
+        positions = PROMPT + 1 + length - 1
+        assert cost[True, length].cache_bytes == 2 * LARGER["layers"] * positions \
+            * LARGER["dim"] * 4
+        assert cost[False, length].cache_bytes == 0
+
+
+def test_recomputation_peaks_above_the_cache_at_the_longest_length(cost):
+    """Memory, not time: recomputing holds every layer's (L, L) weights, more than the cache."""
+    longest = LENGTHS[-1]
+    on, off = cost[True, longest], cost[False, longest]
+    if on.peak_bytes is None or off.peak_bytes is None:
+        pytest.skip("peak memory is not measurable on this platform")
+    assert off.peak_bytes > on.peak_bytes
+
+
+def test_fewer_key_value_heads_shrink_the_cache_by_h_over_g():
+    table = dict(cache_table())
+    heads = LARGER["heads"]
+    assert table[heads] == 2 * LARGER["layers"] * LARGER["dim"] * 4  # multi-head: 2 x D
+    for groups, per_token in table.items():
+        assert per_token * heads / groups == table[heads]
