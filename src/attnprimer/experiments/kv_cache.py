@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -37,7 +35,7 @@ from typing import NamedTuple
 import torch
 
 from attnprimer.cache import cached_result
-from attnprimer.cost import _exact_allocator, peak_memory
+from attnprimer.cost import exact_allocator, peak_memory, run_fresh
 from attnprimer.grouped_query import cache_bytes_per_token
 from attnprimer.kv_cache import greedy_with_cache, greedy_without_cache
 from attnprimer.train import TrainedModel, held_out_generator
@@ -119,14 +117,10 @@ def decoding_cost(trained: TrainedModel, lengths: Iterable[int] = LENGTHS, *, di
                   heads: int, layers: int, repeats: int = 2) -> list[list]:
     """[`measure_decoding`][attnprimer.experiments.kv_cache.measure_decoding] with the
     vocabulary of ``trained``, in a fresh process on one thread; its points as lists (JSON)."""
-    arguments = ["--json", "--classes", str(trained.task.num_classes), "--dim", str(dim),
+    arguments = ["--classes", str(trained.task.num_classes), "--dim", str(dim),
                  "--heads", str(heads), "--layers", str(layers), "--repeats", str(repeats),
                  "--lengths", *map(str, lengths)]
-    command = [sys.executable, "-m", "attnprimer.experiments.kv_cache", *arguments]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
-    return json.loads(result.stdout)
+    return run_fresh(arguments, module="attnprimer.experiments.kv_cache")
 
 
 def cached_decoding_cost(trained: TrainedModel) -> list[DecodingPoint]:
@@ -218,7 +212,7 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="print the points as JSON")
     args = parser.parse_args(argv)
-    _exact_allocator()
+    exact_allocator()
     torch.set_num_threads(1)
     points = measure_decoding(args.classes, args.lengths, dim=args.dim, heads=args.heads,
                               layers=args.layers, repeats=args.repeats)
