@@ -47,8 +47,10 @@ def _masked(scores: torch.Tensor, mask: BlockMask,
 
 
 # --8<-- [start:forward]
-def tiled_forward(query, key, value, mask: BlockMask, block_size: int,
-                  scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+def tiled_forward(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+    mask: BlockMask, block_size: int, scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The forward pass: context and log-sum-exp per query, one block at a time.
 
     Args:
@@ -91,8 +93,11 @@ def tiled_forward(query, key, value, mask: BlockMask, block_size: int,
 
 
 # --8<-- [start:backward]
-def tiled_backward(grad_context, query, key, value, context, logsumexp,
-                   mask: BlockMask, block_size: int, scale: float):
+def tiled_backward(
+    grad_context: torch.Tensor, query: torch.Tensor, key: torch.Tensor,
+    value: torch.Tensor, context: torch.Tensor, logsumexp: torch.Tensor,
+    mask: BlockMask, block_size: int, scale: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The backward pass: gradients of query, key and value, the weights recomputed per block.
 
     Args:
