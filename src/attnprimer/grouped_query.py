@@ -49,7 +49,7 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         mask: bool, broadcastable to (B, H, L, S); True = may attend.
 
     Returns:
-        context (B, H, L, Dh) and weights (B, H, L, S).
+        ``(context, weights)``: context (B, H, L, Dh) and weights (B, H, L, S).
 
     Examples:
         >>> q, k = torch.randn(2, 8, 5, 4), torch.randn(2, 2, 5, 4)   # H = 8, G = 2
