@@ -36,7 +36,8 @@ __all__ = ["GroupedQueryAttention", "cache_bytes_per_token", "grouped_attention"
 
 # --8<-- [start:grouped_attention]
 def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      mask: torch.Tensor | None = None):
+                      mask: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention of H query heads over G key/value heads, G dividing H.
 
     Query head h reads key/value head h // (H / G), as PyTorch's
