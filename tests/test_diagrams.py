@@ -41,7 +41,13 @@ DIAGRAMS = {
     "transformer/transformer_diagram": ["EncoderBlock, x 2", "DecoderBlock, x 2", "memory",
                                         "causal self-attention", "cross-attention", "K, V",
                                         "feed-forward", "LayerNorm", "(B, T, C)"],
+    "attention-at-scale/tiled_diagram": ["$Q_i$", "$K_j$", "$V_j$", "($B_q$, $B_k$)", "m, s, t",
+                                         "mask inside", "$O_i$, $\\ell_i$"],
 }
+MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
+           "attnprimer.figures.scale_diagrams"}
+LEGEND = {"attention-at-scale/tiled_diagram": "tensor (shape)"}
+"""The legend entry a diagram must show, when not the learned layers (it draws none)."""
 
 
 PALETTE = {to_hex(colour) for colour in (*KINDS.values(), BLUE, GREEN, ORANGE, PURPLE)}
@@ -53,8 +59,7 @@ def drawn() -> dict[str, Figure]:
 
 
 def test_every_model_free_diagram_is_registered_for_its_chapter():
-    modules = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams"}
-    assert {key for key, entry in FIGURES.items() if entry.module in modules} == set(DIAGRAMS)
+    assert {key for key, entry in FIGURES.items() if entry.module in MODULES} == set(DIAGRAMS)
 
 
 @pytest.mark.parametrize("key", DIAGRAMS)
@@ -64,7 +69,7 @@ def test_every_diagram_renders_with_its_labels(drawn, key):
     drawn_texts = texts(figure)
     missing = [text for text in DIAGRAMS[key] if text not in drawn_texts]
     assert not missing, missing
-    assert "layer with learned weights" in drawn_texts  # the legend of the box kinds
+    assert LEGEND.get(key, "layer with learned weights") in drawn_texts  # the box kinds' legend
 
 
 @pytest.mark.parametrize("key", DIAGRAMS)

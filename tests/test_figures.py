@@ -327,7 +327,8 @@ def test_registry_keys_are_chapter_slash_name():
         assert re.fullmatch(r"[a-z0-9_]+", entry.name), entry.key
 
 
-DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams"}
+DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
+                   "attnprimer.figures.scale_diagrams"}
 SECTION_MODULES = {"attnprimer.figures.transformer_lengths": "transformer",
                    "attnprimer.figures.transformer_training": "transformer",
                    "attnprimer.figures.kv_cache": "attention-at-scale"}

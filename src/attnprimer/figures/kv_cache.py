@@ -143,9 +143,10 @@ def kv_equal() -> str:
     lines = []
     for seed, trained in enumerate(seeds(DECODER_ONLY)):
         result = cached_equality(trained)
-        lines += [(f"{DECODER_ONLY}, seed {seed}: {result['inputs']:,} held-out inputs of "
-                   f"1-20 letters, {result['padded']:,} padded, "
-                   f"{result['beyond training']:,} longer than any in training"),
+        lines += [f"{DECODER_ONLY}, seed {seed}:",
+                  (f"  {result['inputs']:,} held-out inputs of 1-20 letters, "
+                   f"{result['padded']:,} padded,"),
+                  f"  {result['beyond training']:,} longer than any in training",
                   f"  every written token the same:  {'yes' if result['same tokens'] else 'NO'}",
                   f"  largest logit difference:      {result['largest difference']:.1e}"]
     return "```text\n" + "\n".join(lines) + "\n```\n"
@@ -193,7 +194,8 @@ def kv_site_speed() -> str:
     on, off = result["seconds with cache"], result["seconds without"]
     tokens = result["tokens"]
     return "```text\n" + "\n".join([
-        f"{DECODER_ONLY}, seed 0: 100 held-out inputs of 20 letters, {tokens:,} tokens",
+        f"{DECODER_ONLY}, seed 0:",
+        f"  100 held-out inputs of 20 letters, {tokens:,} tokens",
         f"  with the cache:   {on * 1e3:7.1f} ms  ({tokens / on:,.0f} tokens/s)",
         f"  recomputing:      {off * 1e3:7.1f} ms  ({tokens / off:,.0f} tokens/s)",
         (f"  same tokens: {'yes' if result['same tokens'] else 'NO'}; largest logit "
