@@ -9,8 +9,6 @@
   the encoder's output vectors differ from one input position to the next. Attention averages
   the positions it reads; without the residual path that keeps each position's own vector,
   the averages of averages become one vector (the cause of the gradients above).
-* [`smoothed`][attnprimer.experiments.transformer_training.smoothed]: a training loss curve
-  averaged over a window of steps, for the figures.
 
 The runs themselves are catalogue models (``NORM_PLACEMENTS``, ``NO_RESIDUALS`` in
 [`attnprimer.site_models`][attnprimer.site_models]); their histories are read as they are.
@@ -28,7 +26,7 @@ from torch import nn
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import TrainConfig, seed_everything, training_generator
 
-__all__ = ["first_gradient_norms", "initial_model", "position_spread", "smoothed"]
+__all__ = ["first_gradient_norms", "initial_model", "position_spread"]
 
 
 def _norm(module: nn.Module) -> float:
@@ -96,13 +94,3 @@ def position_spread(model: nn.Module, inputs: torch.Tensor) -> float:
         distance = (vectors - vectors.mean(dim=0)).norm(dim=-1).mean()
         spreads.append(float(distance / vectors.norm(dim=-1).mean()))
     return float(np.mean(spreads))
-
-
-def smoothed(values: list[float], window: int = 10) -> np.ndarray:
-    """The mean of each ``window`` consecutive values (a curve ``window - 1`` shorter).
-
-    Examples:
-        >>> smoothed([1.0, 3.0, 5.0, 7.0], window=2).tolist()
-        [2.0, 4.0, 6.0]
-    """
-    return np.convolve(np.asarray(values, dtype=float), np.ones(window) / window, mode="valid")

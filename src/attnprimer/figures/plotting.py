@@ -42,6 +42,7 @@ __all__ = [
     "plot_task_attention",
     "plot_training",
     "save_figure",
+    "smoothed",
     "weight_colorbar",
 ]
 
@@ -175,6 +176,16 @@ def plot_task_attention(
     return figure
 
 
+def smoothed(values: Iterable[float], window: int = 10) -> np.ndarray:
+    """The mean of each ``window`` consecutive values (a curve ``window - 1`` shorter).
+
+    Examples:
+        >>> smoothed([1.0, 3.0, 5.0, 7.0], window=2).tolist()
+        [2.0, 4.0, 6.0]
+    """
+    return np.convolve(np.asarray(values, dtype=float), np.ones(window) / window, mode="valid")
+
+
 def plot_training(history: dict[str, list[float]], title: str | None = None) -> Figure:
     """Training loss (every step, smoothed) and held-out exact match against the step.
 
@@ -190,7 +201,7 @@ def plot_training(history: dict[str, list[float]], title: str | None = None) -> 
     steps = np.asarray(history["step"])
     loss = np.asarray(history["loss"])
     window = max(1, len(loss) // 100)
-    smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
+    smooth = smoothed(loss, window)
     left.plot(steps, loss, color=BLUE, alpha=0.25, lw=0.6, label="per step")
     left.plot(steps[window - 1:], smooth, color=BLUE, lw=1.4, label=f"mean of {window} steps")
     left.set_yscale("log")

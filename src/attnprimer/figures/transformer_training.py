@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 
 from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.experiments.transformer_training import (first_gradient_norms, initial_model,
-                                                         position_spread, smoothed)
-from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE
+                                                         position_spread)
+from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE, smoothed
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.site_models import (DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS,
