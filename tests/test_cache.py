@@ -80,24 +80,28 @@ def _add_code(relative: str):
 
 
 def test_the_site_has_models_of_every_task():
-    assert {model.task.name for model in SITE_MODELS} == {"counting", "difference", "signal",
-                                                          "reversal", "reversal-transformer"}
+    assert {model.task.name for model in SITE_MODELS} == {
+        "counting", "difference", "signal", "reversal", "reversal-transformer", "copy-reverse"}
 
 
 @pytest.mark.parametrize("module, retrained", [
-    # The Transformers' task extends the reversal task: its sampling is theirs too
-    ("tasks/reversal.py", {"reversal", "reversal-transformer"}),
-    ("transformer.py", {"reversal-transformer"}),
+    # The Transformers' task extends the reversal task: its sampling is theirs too; the
+    # copy-reverse task borrows its scoring and decoding
+    ("tasks/reversal.py", {"reversal", "reversal-transformer", "copy-reverse"}),
+    ("transformer.py", {"reversal-transformer", "copy-reverse"}),  # its blocks
+    ("position_schemes.py", {"copy-reverse"}),
+    ("tasks/copy_reverse.py", {"copy-reverse"}),
     ("tasks/signal.py", {"signal"}),
-    ("rnn.py", {"reversal", "reversal-transformer"}),  # imported by the reversal task
-    ("positional.py", {"signal", "reversal-transformer"}),
+    ("rnn.py", {"reversal", "reversal-transformer", "copy-reverse"}),  # via the reversal task
+    ("positional.py", {"signal", "reversal-transformer", "copy-reverse"}),
     ("models/signal.py", {"signal"}),
     ("models/difference.py", {"difference"}),
     ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
-    ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer"}),
+    ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer",
+                        "copy-reverse"}),
     ("train.py", {"counting", "difference", "signal", "reversal",  # the training loop
-                  "reversal-transformer"}),
+                  "reversal-transformer", "copy-reverse"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained

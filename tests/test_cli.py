@@ -1021,3 +1021,18 @@ def test_the_plot_of_a_transformer_is_every_head(monkeypatch, tmp_path):
                  "--plot", str(tmp_path / "h.png")]) == 0
     assert sorted(drawn) == ["decoder self 1.1", "decoder self 1.2"]
     assert drawn["decoder self 1.1"].shape == (5, 5)  # A, B, separator, 2 letters written
+
+
+@pytest.mark.parametrize("scheme", ["none", "relative", "alibi", "rotary", "sinusoidal"])
+def test_the_copy_reverse_model_takes_inputs_longer_than_its_training(run, scheme):
+    """``--pos-enc`` picks the scheme; an input longer than ``--max-len`` is tested whole, and
+    the heads' columns start with the start token ``^``."""
+    argv = [*TRANSFORMER_TINY, "--max-len", "4", "--pos-enc", scheme, "--operation", "copy"]
+    code, out, err = run("train", "copy-reverse", *argv)
+    assert code == 0, err
+    code, out, err = run("test", "copy-reverse", *argv, "--input", "abcdefg")
+    assert code == 0, err
+    assert re.search(r"^Input: +A B C D E F G$", out, re.MULTILINE)
+    assert re.search(r"^Target: +ABCDEFG\. ", out, re.MULTILINE)
+    assert re.search(r"^ +\^ +A +B +C +D +E +F +G +\|", out, re.MULTILINE)
+    assert all(out.count(head) == 1 for head in ("decoder self 1.1", "decoder self 1.2"))

@@ -346,13 +346,15 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _is_transformer(trained: TrainedModel) -> bool:
+    from attnprimer.position_schemes import SchemeDecoder
     from attnprimer.transformer import DecoderOnly, Transformer
 
-    return isinstance(trained.model, (Transformer, DecoderOnly))
+    return isinstance(trained.model, (Transformer, DecoderOnly, SchemeDecoder))
 
 
 def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
     """A Transformer's answer and every head's weights; the padding, masked, is left out."""
+    from attnprimer.position_schemes import SchemeDecoder
     from attnprimer.report import attention_report, head_labels, heads_report
     from attnprimer.transformer import DecoderOnly
 
@@ -360,7 +362,9 @@ def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
     tokens = tokens[tokens != 0]  # (n,): the letters; the model masks padding anyway
     prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
-    labels = head_labels(task, tokens, prediction, isinstance(trained.model, DecoderOnly))
+    start = isinstance(trained.model, SchemeDecoder)  # a start token before the letters
+    labels = head_labels(task, tokens, prediction,
+                         isinstance(trained.model, (DecoderOnly, SchemeDecoder)), start_token=start)
     print(attention_report(task, tokens, prediction, {}, target))
     print(f"\n{heads_report(attention, labels)}")
     if plot is not None:
@@ -371,9 +375,11 @@ def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
 
 def _plot_heads(trained: TrainedModel, attention, labels):
     from attnprimer.figures import plot_heads
+    from attnprimer.position_schemes import SchemeDecoder
     from attnprimer.transformer import DecoderOnly
 
-    return plot_heads(attention, labels, decoder_only=isinstance(trained.model, DecoderOnly))
+    return plot_heads(attention, labels,
+                      decoder_only=isinstance(trained.model, (DecoderOnly, SchemeDecoder)))
 
 
 def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:

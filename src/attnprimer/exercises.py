@@ -636,3 +636,4 @@ EXERCISES: dict[str, Exercise] = {
 # alone, whichever of the two is imported first.
 import attnprimer.exercises_transformer  # noqa: F401
 import attnprimer.exercises_attention_at_scale  # noqa: E402, F401  (the same, for its lab)
+import attnprimer.exercises_length_generalisation  # noqa: E402, F401  (and for its lab)

@@ -120,13 +120,15 @@ _KINDS = {
 
 
 def head_labels(task: Task, tokens: torch.Tensor, prediction: torch.Tensor,
-                decoder_only: bool) -> dict[str, tuple[list[str], list[str]]]:
+                decoder_only: bool, *, start_token: bool = False
+                ) -> dict[str, tuple[list[str], list[str]]]:
     """Row and column labels of a Transformer's weights on one input, by kind of attention.
 
     ``tokens`` (n,) are the input's letters (no padding), ``prediction`` (n + 1,) what the
     model wrote, greedy. The encoder-decoder's decoder steps are labelled by the letter each
     writes (``.`` the end); the decoder-only model's positions by the token they hold:
-    the input, the separator ``|``, then the letters written so far.
+    the input, the separator ``|``, then the letters written so far (after the start token
+    ``^`` when ``start_token``: the length-generalisation chapter's model).
 
     Examples:
         >>> from attnprimer.tasks import ReversalTransformerTask
@@ -142,7 +144,7 @@ def head_labels(task: Task, tokens: torch.Tensor, prediction: torch.Tensor,
                task.alphabet[int(token)] if 0 < int(token) <= task.vocab_size else "?"
                for token in prediction]
     if decoder_only:
-        sequence = [*letters, "|", *written[:-1]]
+        sequence = [*(["^"] if start_token else []), *letters, "|", *written[:-1]]
         return {"decoder self": (sequence, sequence)}
     return {"encoder self": (letters, letters), "decoder self": (written, written),
             "cross": (written, letters)}

@@ -20,7 +20,8 @@ from typing import Any
 
 from attnprimer.cache import get_trained
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.tasks import (TASKS, CountingTask, DifferenceTask, ReversalTask,
+from attnprimer.position_schemes import POSITION_SCHEMES
+from attnprimer.tasks import (TASKS, CopyReverseTask, CountingTask, DifferenceTask, ReversalTask,
                               ReversalTransformerTask, SignalTask, Task)
 from attnprimer.train import TrainConfig, TrainedModel
 
@@ -33,6 +34,9 @@ __all__ = [
     "DEEP_NORM_CELLS",
     "DIFFERENCE_EXAMPLE",
     "DIFFERENCE_VARIANTS",
+    "LENGTH_OPERATIONS",
+    "LENGTH_SCHEMES",
+    "NOPE_LONGER_STEPS",
     "NORM_GRID_LRS",
     "NORM_GRID_SCHEDULES",
     "NORM_PLACEMENTS",
@@ -214,6 +218,18 @@ NO_RESIDUALS: dict[str, Any] = {"architecture": "encoder-decoder", "pre_norm": T
 """The chapter's encoder-decoder without its residual connections: the ablation."""
 
 
+LENGTH_OPERATIONS: tuple[str, ...] = ("copy", "reverse")
+"""The length-generalisation chapter's tasks (``CopyReverseTask.operation``)."""
+
+LENGTH_SCHEMES: tuple[str, ...] = POSITION_SCHEMES
+"""The position schemes that chapter compares, each on every task in every seed, trained with
+``CopyReverseTask``'s defaults: inputs of 1-8 letters, 1,500 steps."""
+
+NOPE_LONGER_STEPS = 3000
+"""NoPE on reversal is also trained for twice the default steps: does the scheme that learns
+its training lengths last catch up with more training?"""
+
+
 def _norm_grid() -> list[SiteModel]:
     """The grid of ``NORM_PLACEMENTS``, less the chapter's own model (pre-LN, 0.003,
     cosine), which ``TRANSFORMERS`` already has; then the deeper cells."""
@@ -271,6 +287,14 @@ SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel(ReversalTransformerTask(**NO_RESIDUALS),
                 TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,
                                "steps": TRANSFORMER_STEPS["encoder-decoder"]}))
+      for seed in SEEDS),
+    # length-generalisation: the decoder-only model with each position scheme, on copy and
+    # reverse; and NoPE on reverse trained twice as long
+    *(SiteModel.default(CopyReverseTask(operation=operation, pos_enc=scheme), seed)
+      for operation in LENGTH_OPERATIONS for scheme in LENGTH_SCHEMES for seed in SEEDS),
+    *(SiteModel(CopyReverseTask(operation="reverse", pos_enc="none"),
+                TrainConfig(**{**CopyReverseTask.train_defaults, "seed": seed,
+                               "steps": NOPE_LONGER_STEPS}))
       for seed in SEEDS),
 )
 """Every trained model the site uses."""

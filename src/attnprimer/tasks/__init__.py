@@ -7,13 +7,14 @@ its settings checked.
 from __future__ import annotations
 
 from attnprimer.tasks.base import BLANK, Batch, Task
+from attnprimer.tasks.copy_reverse import CopyReverseTask
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
 from attnprimer.tasks.signal import SignalTask
 
-__all__ = ["BLANK", "TASKS", "Batch", "CountingTask", "DifferenceTask", "ReversalTask", "ReversalTransformerTask", "SignalTask", "Task", "get_task"]
+__all__ = ["BLANK", "TASKS", "Batch", "CopyReverseTask", "CountingTask", "DifferenceTask", "ReversalTask", "ReversalTransformerTask", "SignalTask", "Task", "get_task"]
 
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
@@ -21,6 +22,7 @@ TASKS: dict[str, type[Task]] = {
     SignalTask.name: SignalTask,
     ReversalTask.name: ReversalTask,
     ReversalTransformerTask.name: ReversalTransformerTask,
+    CopyReverseTask.name: CopyReverseTask,
 }
 
 
@@ -33,7 +35,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...
-        ValueError: unknown task 'sorting'; known tasks: counting, difference, reversal, reversal-transformer, signal
+        ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
