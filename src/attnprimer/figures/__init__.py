@@ -8,7 +8,8 @@
   [`rnn_recap`][attnprimer.figures.rnn_recap], [`bahdanau`][attnprimer.figures.bahdanau],
   [`qkv`][attnprimer.figures.qkv], [`self_attention`][attnprimer.figures.self_attention],
   [`positional_encoding`][attnprimer.figures.positional_encoding],
-  [`transformer`][attnprimer.figures.transformer], and
+  [`transformer`][attnprimer.figures.transformer],
+  [`length_generalisation`][attnprimer.figures.length_generalisation], and
   [`kv_cache`][attnprimer.figures.kv_cache] (the key/value cache's part of the chapter
   ``attention-at-scale``, its recipes filed under that slug). Each holds its chapter's
   own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
@@ -40,6 +41,7 @@ from attnprimer.figures import positional_encoding  # isort: skip
 from attnprimer.figures import transformer  # isort: skip
 from attnprimer.figures import transformer_lengths  # isort: skip
 from attnprimer.figures import transformer_training  # isort: skip
+from attnprimer.figures import length_generalisation  # isort: skip
 from attnprimer.figures import attention_at_scale  # isort: skip
 from attnprimer.figures import kv_cache  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.

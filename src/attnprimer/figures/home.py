@@ -21,6 +21,7 @@ from attnprimer.experiments.attention_at_scale import KINDS, block_kinds
 from attnprimer.experiments.rnn_recap import decoder_curves
 from attnprimer.figures.plotting import (BLOCK_COLOURS, BLUE, GREEN, GREY, ORANGE, draw_attention,
                                          weight_colorbar)
+from attnprimer.figures.length_generalisation import COLOURS, LENGTHS, NAMES, TRAIN_MAX, exact
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.site_models import (
@@ -61,19 +62,22 @@ def counting() -> Figure:
     return figure
 
 
-def length_map(lengths: list[int], runs: dict[str, tuple[np.ndarray, str]]) -> Figure:
+def length_map(lengths: list[int], runs: dict[str, tuple[np.ndarray, str]], *,
+               longest: int | None = None, xlabel: str = "letters to reverse") -> Figure:
     """Exact match against length, each model's seeds (seeds, lengths) as mean and range, in its
-    colour; the dashed line is the reversal models' longest training input."""
-    longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
+    colour; the dashed line is the longest training input (the reversal models' unless
+    ``longest``)."""
+    if longest is None:
+        longest = site_model("reversal", **REVERSAL_DECODERS["vanilla"]).task.max_len
     figure, axes = small_figure()
     for label, (scores, colour) in runs.items():
         axes.fill_between(lengths, scores.min(0), scores.max(0), color=colour, alpha=0.25, lw=0)
         axes.plot(lengths, scores.mean(0), color=colour, lw=1.6, label=label)
     axes.axvline(longest, color=GREY, ls="--", lw=0.8)
     axes.set_ylim(0, 1.02)
-    axes.set_xlabel("letters to reverse")
+    axes.set_xlabel(xlabel)
     axes.set_ylabel("exact match")
-    axes.legend(fontsize=8, loc="lower left")
+    axes.legend(fontsize=6 if len(runs) > 3 else 8, loc="lower left")
     return figure
 
 
@@ -150,6 +154,15 @@ def map_transformer() -> Figure:
         label: (np.array([cached_accuracy_by_length(model.trained(), lengths, 1000)
                           for model in seeds]), colour)  # (seeds, lengths)
         for label, (seeds, colour) in models.items()})
+
+
+@recipe("map_length_generalisation", "chapter map: exact match on copy against length, per "
+        "position scheme")
+def map_length_generalisation() -> Figure:
+    schemes = ("sinusoidal", "rotary", "none", "alibi", "relative")
+    return length_map(LENGTHS, {NAMES[scheme].removesuffix(" (sinusoidal)"):
+                                (exact("copy", scheme), COLOURS[scheme]) for scheme in schemes},
+                      longest=TRAIN_MAX, xlabel="letters to copy")
 
 
 @recipe("map_attention_at_scale", "chapter map: the blocks tiled attention computes under a "

@@ -1,0 +1,149 @@
+"""The claims of the chapter "Train short, test long", every seed.
+
+They read the page's numbers through the same result cache as its figures and tables
+(``attnprimer.experiments.length_generalisation``, ``attnprimer.figures.length_generalisation``),
+on the site's trained models: five position schemes, copy and reverse, three seeds each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnprimer.experiments.length_generalisation import (cached_first_errors,
+                                                          cached_source_attention)
+from attnprimer.figures.length_generalisation import (ATTENTION_LENGTH, FAIL_LENGTH, LENGTHS,
+                                                      SAMPLES, TRAIN_MAX, _best_head, beyond,
+                                                      exact, seeds)
+from attnprimer.site_models import LENGTH_SCHEMES, NOPE_LONGER_STEPS, site_seeds
+from attnprimer.tasks import CopyReverseTask
+
+OFFSET_SCHEMES = ("relative", "alibi", "rotary")
+
+
+@pytest.fixture(scope="module")
+def runs(site_models):
+    """Exact match (seeds, lengths) of every task and scheme, models trained on demand."""
+    for operation in ("copy", "reverse"):
+        for scheme in LENGTH_SCHEMES:
+            for model in site_seeds("copy-reverse", operation=operation, pos_enc=scheme):
+                site_models(model)
+    return {(operation, scheme): exact(operation, scheme)
+            for operation in ("copy", "reverse") for scheme in LENGTH_SCHEMES}
+
+
+def at(runs, operation, scheme, length):
+    """Every seed's exact match at ``length`` letters: (seeds,)."""
+    return runs[operation, scheme][:, LENGTHS.index(length)]
+
+
+def survival(operation, scheme, steps):
+    """Every seed's share of 10-letter inputs right for the first ``steps`` output steps."""
+    shares = np.array([cached_first_errors(trained, LENGTHS, SAMPLES)[FAIL_LENGTH]
+                       for trained in seeds(operation, scheme)])
+    return 1 - shares[:, :steps].sum(axis=1)
+
+
+def test_the_setting_the_page_describes():
+    task = CopyReverseTask()
+    assert (task.max_len, task.vocab_size, task.dim, task.heads, task.layers) == (8, 8, 32, 4, 2)
+    assert LENGTHS == list(range(1, 17)) and SAMPLES == 1000 and FAIL_LENGTH == 10
+    assert CopyReverseTask.train_defaults == {"steps": 1500, "lr": 1e-2, "batch_size": 64,
+                                              "schedule": "warmup-cosine"}
+    for scheme in LENGTH_SCHEMES:  # "about 26,000 parameters"
+        model = CopyReverseTask(pos_enc=scheme).build_model()
+        assert 25_500 < sum(p.numel() for p in model.parameters()) < 26_500
+    assert len(site_seeds("copy-reverse", pos_enc="none", steps=NOPE_LONGER_STEPS)) == 3
+
+
+def test_four_schemes_learn_the_training_lengths_and_nope_does_not(runs):
+    for operation in ("copy", "reverse"):
+        for scheme in LENGTH_SCHEMES:
+            if scheme != "none":
+                assert at(runs, operation, scheme, TRAIN_MAX).min() >= 0.95, (operation, scheme)
+    assert at(runs, "copy", "none", TRAIN_MAX).max() < 0.97
+    assert 0.5 < at(runs, "reverse", "none", TRAIN_MAX).mean() < 0.7  # "about 60 %"
+    # copy "slips from 5 letters on"
+    assert at(runs, "copy", "none", 4).min() >= 0.99 > at(runs, "copy", "none", 5).mean()
+
+
+def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
+    for operation in ("copy", "reverse"):
+        assert at(runs, operation, "sinusoidal", TRAIN_MAX + 1).max() <= 0.005
+        means = {scheme: beyond(runs[operation, scheme]).mean() for scheme in LENGTH_SCHEMES}
+        assert min(means, key=means.get) == "sinusoidal"
+
+
+def test_rotary_keeps_about_half_of_nine_letter_copies_and_one_seed_comes_back(runs):
+    assert 0.35 <= at(runs, "copy", "rotary", 9).mean() <= 0.65
+    for length in (10, 11, 12):
+        assert at(runs, "copy", "rotary", length).max() <= 0.1
+    late = np.maximum(at(runs, "copy", "rotary", 13), at(runs, "copy", "rotary", 14))
+    assert (late >= 0.2).sum() == 1  # one seed copies a fifth or more of 13 or 14 letters
+
+
+def test_the_relative_bias_goes_furthest_on_copy(runs):
+    sixteen = at(runs, "copy", "relative", 16)
+    assert 0.4 <= sixteen.min() and sixteen.max() <= 0.75  # "40 to 70 %" in every seed
+    relative = beyond(runs["copy", "relative"])
+    for scheme in LENGTH_SCHEMES:
+        if scheme != "relative":  # every seed above every seed of any other scheme
+            assert relative.min() > beyond(runs["copy", scheme]).max(), scheme
+    # ALiBi keeps most 9- and 10-letter copies, with a wide spread between seeds
+    assert at(runs, "copy", "alibi", 9).mean() > 0.5 and at(runs, "copy", "alibi", 10).mean() > 0.5
+    assert np.ptp(beyond(runs["copy", "alibi"])) > 0.2
+
+
+def test_reverse_is_harder_for_all_five(runs):
+    for scheme in LENGTH_SCHEMES:
+        assert at(runs, "reverse", scheme, 9).max() < 0.85, scheme  # "no seed ... 85 %"
+        for length in range(11, 17):
+            assert at(runs, "reverse", scheme, length).max() <= 0.05, (scheme, length)
+    # the relative bias and ALiBi level
+    relative, alibi = (beyond(runs["reverse", scheme]).mean() for scheme in ("relative", "alibi"))
+    assert abs(relative - alibi) < 0.03
+
+
+def test_nope_trained_twice_as_long_gets_further_on_reverse(runs, site_models):
+    longer = site_seeds("copy-reverse", pos_enc="none", steps=NOPE_LONGER_STEPS)
+    for model in longer:
+        site_models(model)
+    twice = exact("reverse", "none", steps=NOPE_LONGER_STEPS)
+    once = runs["reverse", "none"]
+    eight, nine = LENGTHS.index(TRAIN_MAX), LENGTHS.index(TRAIN_MAX + 1)
+    assert twice[:, eight].min() > once[:, eight].max()  # at 8 letters, every seed
+    assert twice[:, nine].mean() > once[:, nine].mean()  # at 9, on average
+    assert twice[:, eight].max() < 0.95  # and still short of the other schemes
+
+
+def test_where_copy_goes_wrong_at_ten_letters(runs):
+    assert survival("copy", "sinusoidal", 2).mean() < 0.2  # most lost in the first two steps
+    assert survival("copy", "none", 5).mean() < 0.1  # NoPE over the first five
+    assert survival("copy", "rotary", 4).mean() > 0.9 and survival("copy", "rotary", 9).mean() < 0.3
+    assert survival("copy", "alibi", 8).mean() > 0.9 and survival("copy", "alibi", 11).mean() < 0.8
+    assert survival("copy", "relative", 11).mean() > 0.85  # "loses few anywhere"
+
+
+def test_reverse_fails_on_steps_whose_offsets_training_had(runs):
+    """Steps 0..7 of a 10-letter reversal read 1..15 columns back, offsets every 8-letter
+    training input needs; the offset schemes lose inputs on them all the same."""
+    needed = [2 * step + 1 for step in range(8)]
+    assert max(needed) == 2 * (TRAIN_MAX - 1) + 1
+    for scheme in OFFSET_SCHEMES:
+        assert survival("reverse", scheme, 8).mean() < 0.5, scheme
+    assert survival("reverse", "alibi", 1).mean() < 0.95  # a tenth lost at the very first step
+    for scheme in ("relative", "alibi"):
+        assert 0.15 < survival("reverse", scheme, 11).mean() < 0.35  # "about a quarter"
+    assert survival("reverse", "rotary", 11).mean() < 0.05
+    assert survival("reverse", "sinusoidal", 2).mean() < 0.1
+    assert survival("reverse", "none", 3).mean() < 0.15
+
+
+def test_each_schemes_copying_head_loses_the_letter_on_long_inputs(runs):
+    for scheme in LENGTH_SCHEMES:
+        trained = seeds("reverse", scheme)[0]
+        head = _best_head(trained)
+        assert head.startswith("decoder self 2."), scheme  # a second-block head
+        short = cached_source_attention(trained, TRAIN_MAX)["on_source"][head]
+        long = cached_source_attention(trained, ATTENTION_LENGTH)["on_source"][head]
+        assert 0.35 <= short <= 0.85 and long <= 0.15, (scheme, short, long)
