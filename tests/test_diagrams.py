@@ -41,11 +41,15 @@ DIAGRAMS = {
     "transformer/transformer_diagram": ["EncoderBlock, x 2", "DecoderBlock, x 2", "memory",
                                         "causal self-attention", "cross-attention", "K, V",
                                         "feed-forward", "LayerNorm", "(B, T, C)"],
+    "length-generalisation/scheme_diagram": ["pad  pad  ^  A B C  |  C B A", "(B, L)",
+                                             "+ sinusoids\n(sinusoidal only)",
+                                             "turn q, k by\nposition\n(rotary only)",
+                                             "$q k^\\top / \\sqrt{D_h}$", "(B, L, C)"],
     "attention-at-scale/tiled_diagram": ["$Q_i$", "$K_j$", "$V_j$", "($B_q$, $B_k$)", "m, s, t",
                                          "mask inside", "$O_i$, $\\ell_i$"],
 }
 MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
-           "attnprimer.figures.scale_diagrams"}
+           "attnprimer.figures.scale_diagrams", "attnprimer.figures.position_diagrams"}
 LEGEND = {"attention-at-scale/tiled_diagram": "tensor (shape)"}
 """The legend entry a diagram must show, when not the learned layers (it draws none)."""
 

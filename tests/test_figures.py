@@ -328,7 +328,7 @@ def test_registry_keys_are_chapter_slash_name():
 
 
 DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
-                   "attnprimer.figures.scale_diagrams"}
+                   "attnprimer.figures.scale_diagrams", "attnprimer.figures.position_diagrams"}
 SECTION_MODULES = {"attnprimer.figures.transformer_lengths": "transformer",
                    "attnprimer.figures.transformer_training": "transformer",
                    "attnprimer.figures.kv_cache": "attention-at-scale"}

@@ -36,7 +36,7 @@ def causal_average(values):
 # %% tags=["solution"]
 def causal_average(values):
     """values (L, Dv) -> (L, Dv), row i the mean of values[0..i]."""
-    counts = torch.arange(1, values.shape[0] + 1, dtype=values.dtype)  # (L,): i + 1
+    counts = torch.arange(1, len(values) + 1, dtype=values.dtype)  # i + 1
     return values.cumsum(dim=0) / counts[:, None]  # (L, Dv)
 
 
@@ -69,11 +69,13 @@ print(nope_position_signal(8))
 
 # %%
 scheme = "relative"  # try "none", "sinusoidal", "alibi", "rotary"
-trained = site_model("copy-reverse", operation="reverse", pos_enc=scheme).trained()
+trained = site_model("copy-reverse", operation="reverse",
+                     pos_enc=scheme).trained()
 task = trained.task.at_length(11)
 letters = "ABCDEFGHACE"
 _, prediction = predict(trained.model, task.encode(letters)[None])
-print(f"{letters} -> {task.decode_output(prediction[0])}  (right: {letters[::-1]}.)")
+written = task.decode_output(prediction[0])
+print(f"{letters} -> {written}  (right: {letters[::-1]}.)")
 
 # %% [markdown]
 # ## Where it looked
@@ -89,8 +91,11 @@ with torch.no_grad():
 length = len(letters)
 for head in range(1, 5):
     weights = output.attention[f"decoder self 2.{head}"][0]  # (L, L)
-    rows = weights[length + 1: 2 * length + 1, 1: length + 1]  # output steps x letters
-    steps = list(task.decode_output(prediction[0])[:length])
-    display(plot_attention(rows.detach(), steps, list(letters), annotate=False,
-                           title=f"{scheme}, head 2.{head}", xlabel="input letter",
-                           ylabel="output step (the letter written)"))
+    # the output steps' queries, over the letters' columns
+    rows = weights[length + 1: 2 * length + 1, 1: length + 1]
+    steps = [task.decode_output(token[None])
+             for token in prediction[0, :length]]
+    display(plot_attention(
+        rows.detach(), steps, list(letters), annotate=False,
+        title=f"{scheme}, head 2.{head}", xlabel="input letter",
+        ylabel="output step (the letter written)"))

@@ -82,7 +82,8 @@ class SchemeAttention(MultiHeadAttention):
             self.relative = RelativePositionBias(num_heads, max_offset)
 
     def forward(self, query: torch.Tensor, key=None, value=None,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                mask: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """query (B, L, D), mask (B, L, L) or (L, L) -> (B, L, D), weights (B, H, L, L)."""
         heads, length = self.num_heads, query.shape[1]
         q = split_heads(self.query_proj(query), heads)  # (B, H, L, Dh)
@@ -96,8 +97,9 @@ class SchemeAttention(MultiHeadAttention):
         if self.scheme == "relative":  # a learned number per head and offset
             scores = scores + self.relative(length)  # + (H, L, L)
         if mask is not None and mask.dim() == 3:
-            mask = mask.unsqueeze(1)  # the same mask for every head: (B, 1, L, L)
-        context, weights = attend(scores, v, mask)  # (B, H, L, Dh), (B, H, L, L)
+            mask = mask.unsqueeze(1)  # one mask for every head: (B, 1, L, L)
+        # (B, H, L, Dh) and (B, H, L, L)
+        context, weights = attend(scores, v, mask)
         return self.out_proj(merge_heads(context)), weights
 # --8<-- [end:attention]
 
@@ -132,14 +134,16 @@ class SchemeDecoder(nn.Module):
         self.position = (SinusoidalEncoding(dim, max_positions)
                          if scheme == "sinusoidal" else None)
         self.blocks = nn.ModuleList()
-        for _ in range(layers):  # the Transformer chapter's block, this chapter's attention
+        for _ in range(layers):  # the Transformer chapter's block, ...
             block = EncoderBlock(dim, heads, 4 * dim, pre_norm=True)
-            block.attention = SchemeAttention(dim, heads, scheme, max_offset=max_offset)
+            block.attention = SchemeAttention(  # ... this chapter's attention
+                dim, heads, scheme, max_offset=max_offset)
             self.blocks.append(block)
         self.norm = nn.LayerNorm(dim)
         self.out = nn.Linear(dim, num_outputs)
 
-    def run(self, sequence: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def run(self, sequence: torch.Tensor
+            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """sequence (B, L), padded on the left -> logits (B, L, C), weights by head."""
         real = sequence != PAD  # (B, L)
         # Causal, and padding is never a key: (B, L, L)
@@ -158,19 +162,23 @@ class SchemeDecoder(nn.Module):
                 targets: torch.Tensor | None = None) -> ModelOutput:
         """inputs (B, S), padded on the left -> logits (B, T, C); T = S + 1 when greedy."""
         batch, source_length = inputs.shape
-        # pad, input, separator; then the start token on the last pad before the letters
-        sequence = torch.cat([inputs.new_zeros(batch, 1), inputs,
-                              inputs.new_full((batch, 1), self.separator)], dim=1)
+        # pad, input, separator; then the start token on the last pad before
+        # the letters
+        sequence = torch.cat(
+            [inputs.new_zeros(batch, 1), inputs,
+             inputs.new_full((batch, 1), self.separator)], dim=1)
         pads = (inputs == PAD).sum(dim=1, keepdim=True)  # (B, 1)
         sequence = sequence.scatter(1, pads, self.start)  # (B, S + 2)
         if targets is not None:  # teacher forcing: (B, S + 2 + T - 1)
-            logits, attention = self.run(torch.cat([sequence, targets[:, :-1]], dim=1))
+            logits, attention = self.run(
+                torch.cat([sequence, targets[:, :-1]], dim=1))
         else:  # greedy
             for _ in range(source_length + 1):
                 logits, attention = self.run(sequence)
                 best = logits[:, -1:].argmax(dim=-1)  # (B, 1)
                 sequence = torch.cat([sequence, best], dim=1)
-        # From the separator on, each position predicts the next output: (B, T, C)
+        # From the separator on, each position predicts the next output:
+        # (B, T, C)
         return ModelOutput(logits[:, source_length + 1:], attention)
 # --8<-- [end:decoder]
 

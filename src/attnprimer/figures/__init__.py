@@ -18,7 +18,8 @@
 * [`diagrams`][attnprimer.figures.diagrams]: the drawing primitives of the architecture
   diagrams (boxes, arrows, labels, one palette);
   [`rnn_diagrams`][attnprimer.figures.rnn_diagrams],
-  [`attention_diagrams`][attnprimer.figures.attention_diagrams] and
+  [`attention_diagrams`][attnprimer.figures.attention_diagrams],
+  [`position_diagrams`][attnprimer.figures.position_diagrams] and
   [`scale_diagrams`][attnprimer.figures.scale_diagrams] draw the architectures and
   register each diagram for the chapter that shows it (``recipe(..., chapter=...)``).
 * [`home`][attnprimer.figures.home]: the home page's figures, filed as the chapter ``home``
@@ -48,6 +49,7 @@ from attnprimer.figures import kv_cache  # isort: skip
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip
 from attnprimer.figures import scale_diagrams  # isort: skip
+from attnprimer.figures import position_diagrams  # isort: skip
 from attnprimer.figures import home  # noqa: F401  # isort: skip  (the home page, as the chapter "home")
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
@@ -64,7 +66,7 @@ from attnprimer.figures.transformer_heads import plot_heads
 
 CHAPTERS = (rnn_recap, bahdanau, qkv, self_attention, positional_encoding)
 """The chapters' figure modules, in reading order."""
-DIAGRAMS = (rnn_diagrams, attention_diagrams, scale_diagrams)
+DIAGRAMS = (rnn_diagrams, attention_diagrams, position_diagrams, scale_diagrams)
 """The modules of architecture diagrams, whose recipes name the chapter they serve."""
 
 __all__ = [
