@@ -29,7 +29,7 @@ __all__ = ["LENGTHS", "NAMES", "TRAIN_MAX", "beyond", "exact", "seeds"]
 TRAIN_MAX = CopyReverseTask().max_len  # N: the longest training input
 LENGTHS = list(range(1, 2 * TRAIN_MAX + 1))  # tested: 1..2N
 SAMPLES = 1000  # held-out inputs per length
-NAMES = {"none": "NoPE", "sinusoidal": "absolute (sinusoidal)", "relative": "relative bias (T5)",
+NAMES = {"none": "NoPE", "sinusoidal": "absolute (sinusoidal)", "relative": "relative bias (T5-style)",
          "alibi": "ALiBi", "rotary": "rotary"}
 SHORT_NAMES = {"none": "NoPE", "sinusoidal": "sinusoidal", "relative": "relative bias",
                "alibi": "ALiBi", "rotary": "rotary"}
