@@ -346,25 +346,32 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _is_transformer(trained: TrainedModel) -> bool:
-    from attnprimer.position_schemes import SchemeDecoder
-    from attnprimer.transformer import DecoderOnly, Transformer
+    from attnprimer.transformer import Transformer
 
-    return isinstance(trained.model, (Transformer, DecoderOnly, SchemeDecoder))
+    return isinstance(trained.model, Transformer) or _is_decoder_only(trained)
+
+
+def _is_decoder_only(trained: TrainedModel) -> bool:
+    """One causal stack over input, separator and output (with a start token first, for
+    the length-generalisation chapter's model)."""
+    from attnprimer.position_schemes import SchemeDecoder
+    from attnprimer.transformer import DecoderOnly
+
+    return isinstance(trained.model, (DecoderOnly, SchemeDecoder))
 
 
 def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
     """A Transformer's answer and every head's weights; the padding, masked, is left out."""
     from attnprimer.position_schemes import SchemeDecoder
     from attnprimer.report import attention_report, head_labels, heads_report
-    from attnprimer.transformer import DecoderOnly
 
     task = trained.task
     tokens = tokens[tokens != 0]  # (n,): the letters; the model masks padding anyway
     prediction, attention = predict_one(trained.model, tokens)
     target = task.targets_for(tokens[None])[0]
     start = isinstance(trained.model, SchemeDecoder)  # a start token before the letters
-    labels = head_labels(task, tokens, prediction,
-                         isinstance(trained.model, (DecoderOnly, SchemeDecoder)), start_token=start)
+    labels = head_labels(task, tokens, prediction, _is_decoder_only(trained),
+                         start_token=start)
     print(attention_report(task, tokens, prediction, {}, target))
     print(f"\n{heads_report(attention, labels)}")
     if plot is not None:
@@ -375,11 +382,8 @@ def _test_transformer(trained: TrainedModel, tokens, plot: Path | None) -> int:
 
 def _plot_heads(trained: TrainedModel, attention, labels):
     from attnprimer.figures import plot_heads
-    from attnprimer.position_schemes import SchemeDecoder
-    from attnprimer.transformer import DecoderOnly
 
-    return plot_heads(attention, labels,
-                      decoder_only=isinstance(trained.model, (DecoderOnly, SchemeDecoder)))
+    return plot_heads(attention, labels, decoder_only=_is_decoder_only(trained))
 
 
 def _save_heatmap(trained, tokens, prediction, attention, path: Path) -> None:
