@@ -1,259 +1,44 @@
-/* The attention explorer: the site's trained models, run in your browser.
+/* The attention explorer's page: what the reader types and chooses, and what the models show.
  *
  * The docs build exports the trained weights (src/attnprimer/explorer.py writes
- * assets/explorer/models.json); this script runs the forward passes of CountingModel and
- * SignalModel from src/attnprimer/models.py on whatever the reader types, and draws what
- * they predict and where they attend. Read it side by side with models.py: one function per
- * step, in the same order, with the same shape comments.
+ * assets/explorer/models.json); explorer-models.js runs the models' forward passes and
+ * interventions; this script reads the controls, draws the predictions and the heatmaps, and
+ * keeps each widget's state in the address's fragment, so that a link opens the page on the
+ * same example: #explore=reversal&model=attention&input=HEADBADGE&force=2%3A5
  *
- * Shape legend, as in the package: S input length, T output steps (queries), D hidden size,
- * C classes, V letters (one-hot codes have V + 1 entries: the blank, then the letters).
- * A vector is an array of numbers, a matrix (N, M) an array of N rows. The weights are the
- * models' float32 values; everything computed from them is float64 (JavaScript's numbers),
- * which agrees with PyTorch's float32 to far better than the 1e-4 the site tests ask for.
- *
- * The script does nothing on a page without the explorer's elements.
+ * The widgets of the sequence-writing models (reversal, Transformer) are in
+ * explorer-sequences.js, which uses the helpers exported here. Nothing happens on a page
+ * without the explorer's elements.
  */
-(function () {
+window.attnprimerExplorer = (function () {
   "use strict";
 
-  const FORMAT = 1; // attnprimer.explorer.EXPLORER_FORMAT
-  const LAYER_NORM_EPS = 1e-5; // torch.nn.LayerNorm's default
+  const FORMAT = 2; // attnprimer.explorer.EXPLORER_FORMAT
   const DATA_URL = new URL("../assets/explorer/models.json", document.currentScript.src);
-
-  /* ---- Reading the exported weights ----------------------------------------------------- */
-
-  // {shape, float32: base64 of little-endian float32 bytes} -> nested arrays of that shape.
-  function decodeArray(entry) {
-    const binary = atob(entry.float32);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    const view = new DataView(bytes.buffer);
-    const values = [];
-    for (let offset = 0; offset < bytes.length; offset += 4) {
-      values.push(view.getFloat32(offset, true)); // true: little-endian
-    }
-    const expected = entry.shape.reduce((a, b) => a * b, 1);
-    if (values.length !== expected) {
-      throw new Error(`shape [${entry.shape}] needs ${expected} values, got ${values.length}`);
-    }
-    return reshape(values, entry.shape);
-  }
-
-  function reshape(values, shape) {
-    if (shape.length <= 1) return values;
-    const [rows, ...rest] = shape;
-    const size = values.length / rows;
-    const out = [];
-    for (let r = 0; r < rows; r++) out.push(reshape(values.slice(r * size, (r + 1) * size), rest));
-    return out;
-  }
-
-  // The exported model with its weights decoded, keyed by their state_dict names.
-  function loadModel(exported) {
-    const weights = {};
-    for (const [name, entry] of Object.entries(exported.weights)) {
-      weights[name] = decodeArray(entry);
-    }
-    return { ...exported, weights };
-  }
-
-  /* ---- The steps of a forward pass ------------------------------------------------------ */
-
-  function dot(a, b) {
-    let sum = 0;
-    for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
-    return sum;
-  }
-
-  // nn.Linear: x (N, in) -> (N, out); weight (out, in) and bias (out,), as PyTorch stores them.
-  function linear(x, weights, name) {
-    const weight = weights[`${name}.weight`];
-    const bias = weights[`${name}.bias`];
-    return x.map((row) => weight.map((w, j) => dot(w, row) + bias[j]));
-  }
-
-  // nn.Linear on one-hot codes: tokens (S,) -> (S, D). The one-hot code of token t picks
-  // column t of the weight, so F.one_hot followed by the layer is a column lookup plus the bias.
-  function oneHotLinear(tokens, weights, name) {
-    const weight = weights[`${name}.weight`]; // (D, V + 1)
-    const bias = weights[`${name}.bias`]; // (D,)
-    return tokens.map((token) => weight.map((w, j) => w[token] + bias[j]));
-  }
-
-  // nn.LayerNorm over the last dimension: each row to mean 0 and (biased) variance 1, then
-  // times the gain plus the bias. x (N, D) -> (N, D).
-  function layerNorm(x, weights, name) {
-    const gain = weights[`${name}.weight`];
-    const bias = weights[`${name}.bias`];
-    return x.map((row) => {
-      const mean = row.reduce((a, b) => a + b, 0) / row.length;
-      // Biased variance (divided by D, not D - 1), as torch's layer norm computes it.
-      const variance = row.reduce((a, b) => a + (b - mean) ** 2, 0) / row.length;
-      const scale = 1 / Math.sqrt(variance + LAYER_NORM_EPS);
-      return row.map((value, i) => (value - mean) * scale * gain[i] + bias[i]);
-    });
-  }
-
-  function add(a, b) {
-    return a.map((row, i) => row.map((value, j) => value + b[i][j])); // (N, D) + (N, D)
-  }
-
-  function relu(x) {
-    return x.map((row) => row.map((value) => Math.max(0, value)));
-  }
-
-  // Softmax of one row of scores; subtracting the largest first keeps exp from overflowing
-  // and does not change the result.
-  function softmax(scores) {
-    const largest = Math.max(...scores);
-    const exps = scores.map((score) => Math.exp(score - largest));
-    const total = exps.reduce((a, b) => a + b, 0);
-    return exps.map((e) => e / total);
-  }
-
-  // Scaled dot-product attention (attnprimer.dot_product.scaled_dot_product_attention):
-  // queries (L, Dk), keys (S, Dk), values (S, Dv) -> context (L, Dv), weights (L, S).
-  function sdpa(queries, keys, values) {
-    const scale = 1 / Math.sqrt(queries[0].length); // 1 / sqrt(Dk)
-    const weights = queries.map((q) => softmax(keys.map((k) => dot(q, k) * scale))); // (L, S)
-    const context = weights.map((row) =>
-      values[0].map((_, d) => row.reduce((sum, weight, s) => sum + weight * values[s][d], 0)),
-    ); // (L, S) x (S, Dv) -> (L, Dv)
-    return { context, weights };
-  }
-
-  // attnprimer.positional.sinusoidal_encoding: (S, D); dimensions (2i, 2i + 1) hold sin and
-  // cos of position / base^(2i / D).
-  function sinusoidalEncoding(length, dim, base) {
-    const rows = [];
-    for (let position = 0; position < length; position++) {
-      const row = [];
-      for (let i = 0; i < dim; i += 2) {
-        const angle = position * base ** (-i / dim); // i = 2 x (pair index)
-        row.push(Math.sin(angle), Math.cos(angle));
-      }
-      rows.push(row);
-    }
-    return rows;
-  }
-
-  // attnprimer.positional.apply_rotary: rotate each pair (x[2i], x[2i + 1]) of the row at
-  // position p by the angle p * base^(-2i / D). x (S, D) -> (S, D).
-  function applyRotary(x, base) {
-    const dim = x[0].length;
-    return x.map((row, position) => {
-      const out = new Array(dim);
-      for (let i = 0; i < dim; i += 2) {
-        const angle = position * base ** (-i / dim);
-        const [cos, sin] = [Math.cos(angle), Math.sin(angle)];
-        const [even, odd] = [row[i], row[i + 1]];
-        out[i] = even * cos - odd * sin;
-        out[i + 1] = even * sin + odd * cos;
-      }
-      return out;
-    });
-  }
-
-  // EncoderLayer: self-attention, residual, layer norm; feed-forward, residual, layer norm.
-  // x (S, D) -> (S, D) and the self-attention weights (S, S).
-  function encoderLayer(x, weights, rotary, base) {
-    let query = x;
-    let key = x;
-    if (rotary) {
-      query = applyRotary(linear(x, weights, "encoder.query"), base); // (S, D), rotated by position
-      key = applyRotary(linear(x, weights, "encoder.key"), base);
-    }
-    const { context, weights: selfWeights } = sdpa(query, key, x); // (S, D), (S, S)
-    x = layerNorm(add(x, context), weights, "encoder.norm_attention");
-    const hidden = relu(linear(x, weights, "encoder.feed_forward.0")); // (S, D) -> (S, 2D)
-    const fed = linear(hidden, weights, "encoder.feed_forward.2"); // (S, 2D) -> (S, D)
-    x = layerNorm(add(x, fed), weights, "encoder.norm_feed_forward");
-    return { encoded: x, selfWeights };
-  }
-
-  // Logits (T, C) -> the predicted class of each output step and its softmax probability.
-  function classify(logits) {
-    return logits.map((row) => {
-      const probabilities = softmax(row);
-      let best = 0;
-      for (let c = 1; c < row.length; c++) {
-        if (row[c] > row[best]) best = c; // argmax; on a tie the first class wins
-      }
-      return { prediction: best, probability: probabilities[best] };
-    });
-  }
-
-  // CountingModel.forward: tokens (S,) -> logits (T, C) and weights {"encoder-decoder": (T, S)}.
-  function countingForward(model, tokens) {
-    const w = model.weights;
-    const keys = oneHotLinear(tokens, w, "key_value"); // (S, V + 1) -> (S, D); values = keys
-    const queries = w.queries; // (T, D), one learned query per output step
-    const { context, weights } = sdpa(queries, keys, keys); // (T, D), (T, S)
-    const hidden = layerNorm(add(context, queries), w, "norm"); // residual, then layer norm
-    const logits = linear(hidden, w, "classifier"); // (T, D) -> (T, C)
-    return { logits, outputs: classify(logits), attention: { "encoder-decoder": weights } };
-  }
-
-  // SignalModel.forward: tokens (S,) -> logits (1, C) and weights
-  // {"encoder self": (S, S), "encoder-decoder": (1, S)}.
-  function signalForward(model, tokens) {
-    const w = model.weights;
-    let x = oneHotLinear(tokens, w, "embed"); // (S, D)
-    if (model.pos_enc === "learned") {
-      x = add(x, w["position.table"]); // + the learned vector of each position: (S, D)
-    } else if (model.pos_enc === "sinusoidal") {
-      x = add(x, sinusoidalEncoding(tokens.length, model.hidden, model.position_base));
-    }
-    const { encoded, selfWeights } = encoderLayer(x, w, model.pos_enc === "rotary",
-                                                  model.position_base); // (S, D), (S, S)
-    const query = w.query; // (1, D), the one output step
-    const { context, weights } = sdpa(query, encoded, encoded); // (1, D), (1, S)
-    const logits = linear(layerNorm(add(context, query), w, "norm"), w, "classifier"); // (1, C)
-    return {
-      logits,
-      outputs: classify(logits),
-      attention: { "encoder self": selfWeights, "encoder-decoder": weights },
-    };
-  }
+  const models = window.attnprimerModels;
+  const widgets = {}; // name -> {state(), apply(params), update(), link}
 
   /* ---- From text to tokens, as the tasks' encode() does --------------------------------- */
 
-  // CountingTask.encode: letters and spaces, at most S of them, padded with blanks to S.
+  // Letters (and, with a blank, spaces), between shortest and longest of them.
   // Returns {tokens} or {error}: a message for the reader, never an exception.
-  function encodeCounting(model, text) {
-    const letters = model.alphabet.slice(1);
-    const unknown = unknownCharacters(text, model.alphabet);
-    if (unknown) {
-      return { error: `Only the letters ${spell(letters)} and spaces, please: ${unknown}.` };
-    }
-    if (text.length > model.input_length) {
-      return { error: `That is ${text.length} characters; ` +
-                      `the model reads at most ${model.input_length}.` };
-    }
-    const padded = text.padEnd(model.input_length, model.blank);
-    return { tokens: [...padded].map((char) => model.alphabet.indexOf(char)) };
-  }
-
-  // SignalTask.encode: exactly S letters, no blanks; the first is the signal.
-  function encodeSignal(model, text) {
-    const unknown = unknownCharacters(text, model.letters);
-    if (unknown) {
-      return { error: `Only the letters ${spell(model.letters)}, no spaces: ${unknown}.` };
-    }
-    if (text.length !== model.input_length) {
-      return { error: `That is ${text.length} letter${text.length === 1 ? "" : "s"}; ` +
-                      `the model reads exactly ${model.input_length}.` };
-    }
-    return { tokens: [...text].map((char) => model.alphabet.indexOf(char)) };
-  }
-
-  function unknownCharacters(text, allowed) {
+  function encodeText(text, { alphabet, letters, blank = null, shortest, longest }) {
+    const allowed = blank ? letters + blank : letters;
     const unknown = [...new Set([...text].filter((char) => !allowed.includes(char)))];
-    if (!unknown.length) return "";
-    const shown = unknown.map((char) => (char === " " ? "a space" : `“${char}”`));
-    const lower = unknown.some((char) => allowed.includes(char.toUpperCase()));
-    return `this has ${shown.join(", ")}` + (lower ? " (letters are upper case)" : "");
+    if (unknown.length) {
+      const shown = unknown.map((char) => (char === " " ? "a space" : `“${char}”`));
+      const lower = unknown.some((char) => allowed.includes(char.toUpperCase()));
+      return { error: `Only the letters ${spell(letters)}${blank ? " and spaces" : ", no spaces"}, ` +
+                      `please: this has ${shown.join(", ")}` + (lower ? " (letters are upper case)." : ".") };
+    }
+    if (text.length < shortest || text.length > longest) {
+      const range = shortest === longest ? `exactly ${longest}`
+        : shortest > 0 ? `${shortest} to ${longest}` : `at most ${longest}`;
+      const noun = blank ? "character" : "letter";
+      return { error: `That is ${text.length} ${noun}${text.length === 1 ? "" : "s"}; ` +
+                      `the model reads ${range}.` };
+    }
+    return { tokens: [...text].map((char) => alphabet.indexOf(char)) };
   }
 
   function spell(letters) {
@@ -267,7 +52,7 @@
     const node = document.createElement(tag);
     for (const [name, value] of Object.entries(attributes)) {
       if (name === "text") node.textContent = value;
-      else node.setAttribute(name, value);
+      else if (value !== null && value !== undefined && value !== false) node.setAttribute(name, value);
     }
     node.append(...children);
     return node;
@@ -275,25 +60,28 @@
 
   const show = (char) => (char === " " ? "␣" : char); // a blank, visibly
 
-  // A heatmap of weights (rows, columns) as a table: one row per query, one column per input
-  // position. Each cell holds its weight to two decimals; data-weight has it at full precision.
+  // A heatmap of weights (rows, columns) as a table: one row per query, one column per key.
+  // Each cell holds its weight to two decimals; data-weight has it at full precision.
   // data-attention names the weights as the model's output does ("encoder-decoder", ...).
   // The colour scale is fixed, 0 to 1, as in the chapters' heatmaps, so tables compare; the
   // shade follows the square root of the weight, so that the many small weights still show.
-  function heatmap(weights, { name, caption, corner, rowLabels, columnLabels }) {
+  // marked: row numbers whose label is highlighted (an intervention acts there).
+  function heatmap(weights, { name, caption, corner, rowLabels, columnLabels, marked = [] }) {
     const table = element("table", { class: "explorer-heatmap", "data-attention": name });
     table.append(element("caption", { text: caption }));
     const head = element("tr", {},
                          element("th", { scope: "col", class: "explorer-corner", text: corner }));
     columnLabels.forEach(({ letter, position }) => {
-      head.append(element("th", { scope: "col", title: `input position ${position}` },
+      head.append(element("th", { scope: "col", title: `position ${position}` },
                           element("span", { class: "explorer-letter", text: show(letter) }),
                           element("span", { class: "explorer-position", text: String(position) })));
     });
     table.append(element("thead", {}, head));
     const body = element("tbody");
     weights.forEach((row, r) => {
-      const tr = element("tr", {}, element("th", { scope: "row", text: rowLabels[r] }));
+      const label = element("th", { scope: "row", text: rowLabels[r],
+                                    class: marked.includes(r) ? "explorer-marked" : null });
+      const tr = element("tr", {}, label);
       row.forEach((weight, c) => {
         tr.append(element("td", {
           "data-row": String(r),
@@ -302,7 +90,7 @@
           title: `${rowLabels[r]} → position ${c} (${show(columnLabels[c].letter)}): ` +
                  weight.toFixed(4),
           style: `--shade: ${(100 * Math.sqrt(weight)).toFixed(1)}%`,
-          class: weight > 0.36 ? "explorer-strong" : "", // a dark cell: light text
+          class: weight > 0.36 ? "explorer-strong" : null, // a dark cell: light text
           text: weight.toFixed(2).replace(/^0\./, "."),
         }));
       });
@@ -310,13 +98,15 @@
     });
     table.append(body);
     const legend = element("p", { class: "explorer-legend",
-      text: "Each row sums to 1. Darker cells, more weight: the shade runs from 0 to 1 on a " +
-            "square-root scale, so that small weights show." });
+      text: "Each row sums to 1 (a row with every key blocked, to 0). Darker cells, more " +
+            "weight: the shade runs from 0 to 1 on a square-root scale, so that small " +
+            "weights show." });
     return element("div", { class: "explorer-scroll" }, table, legend);
   }
 
   // Predicted and true value of each output step, with the model's probability.
-  function predictionTable(labels, outputs, truths, stepHeader) {
+  // say(value) is how a class is written (a count as itself, a token as its letter).
+  function predictionTable(labels, outputs, truths, stepHeader, say = String) {
     const table = element("table", { class: "explorer-predictions" });
     table.append(element("thead", {}, element("tr", {},
       ...[stepHeader, "prediction", "probability", "true answer"].map((text) =>
@@ -326,80 +116,138 @@
       const right = prediction === truths[t];
       body.append(element("tr", {},
         element("th", { scope: "row", text: labels[t] }),
-        element("td", { "data-prediction": String(prediction), text: String(prediction) }),
+        element("td", { "data-prediction": String(prediction), text: say(prediction) }),
         element("td", { "data-probability": String(probability), text: probability.toFixed(3) }),
         element("td", { "data-truth": String(truths[t]),
                         class: right ? "explorer-right" : "explorer-wrong",
-                        text: `${truths[t]} ${right ? "✓ right" : "✗ wrong"}` })));
+                        text: `${say(truths[t])} ${right ? "✓ right" : "✗ wrong"}` })));
     });
     table.append(body);
-    return table;
+    return element("div", { class: "explorer-scroll" }, table);
   }
 
-  function heldOutNote(model) {
+  function heldOutNote(model, what = "held-out sequences") {
     if (!model.held_out) return "";
     const percent = (100 * model.held_out.exact_match).toFixed(1);
     return `This model (${model.label}) gets ${percent} % of ` +
-           `${model.held_out.samples.toLocaleString("en")} held-out sequences entirely right.`;
+           `${model.held_out.samples.toLocaleString("en")} ${what} entirely right.`;
   }
 
   function positions(text) {
     return [...text].map((letter, position) => ({ letter, position }));
   }
 
-  /* ---- The two widgets ------------------------------------------------------------------- */
+  // A labelled checkbox: <label><input type="checkbox"> text</label>.
+  function checkbox(id, text, checked = false) {
+    const box = element("input", { type: "checkbox", id, checked: checked ? "" : null });
+    return { box, label: element("label", { class: "explorer-check", for: id }, box, ` ${text}`) };
+  }
+
+  /* ---- One widget's parts, and its state in the address ---------------------------------- */
 
   // Shows the message and hides the results, or the other way round.
-  function report(parts, error) {
-    parts.message.textContent = error || "";
-    parts.message.hidden = !error;
-    parts.results.hidden = Boolean(error);
+  function report(ui, error) {
+    ui.message.textContent = error || "";
+    ui.message.hidden = !error;
+    ui.results.hidden = Boolean(error);
   }
 
   function parts(prefix) {
     const get = (name) => document.getElementById(`${prefix}-${name}`);
-    return { input: get("input"), message: get("message"), results: get("results"),
-             prediction: get("prediction"), attention: get("attention"), note: get("held-out") };
+    return { input: get("input"), model: get("model"), message: get("message"),
+             results: get("results"), prediction: get("prediction"), attention: get("attention"),
+             note: get("held-out"), link: get("link"), interventions: get("interventions") };
   }
+
+  // The fragment that reopens widget `name` as it is now.
+  function fragment(name) {
+    return "#" + new URLSearchParams({ explore: name, ...widgets[name].state() }).toString();
+  }
+
+  // Registers a widget and wires it: any change to its controls redraws it and (for a change
+  // the reader made) puts its state in the address, without adding a history entry.
+  function register(name, widget, controls) {
+    widgets[name] = widget;
+    const changed = () => {
+      widget.update();
+      widget.link.href = fragment(name);
+      history.replaceState(null, "", fragment(name));
+    };
+    for (const control of controls) { // text and sliders as they move; the rest on change
+      const select = control.tagName === "SELECT" || control.type === "checkbox";
+      control.addEventListener(select ? "change" : "input", changed);
+    }
+    widget.changed = changed;
+    widget.update();
+    widget.link.href = fragment(name);
+  }
+
+  // Opens the widget the address names, in the state it gives, and scrolls to it.
+  function applyFragment() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    const name = params.get("explore");
+    if (!name || !(name in widgets)) return;
+    const widget = widgets[name];
+    widget.apply(params);
+    widget.update();
+    widget.link.href = fragment(name);
+    document.getElementById(`${name}-explorer`).scrollIntoView();
+  }
+
+  // A select's value, if it has that option.
+  function choose(select, value) {
+    if (value !== null && [...select.options].some((option) => option.value === value)) {
+      select.value = value;
+    }
+  }
+
+  /* ---- Counting, signal and difference ---------------------------------------------------- */
 
   function countingWidget(model, example) {
     const ui = parts("counting");
+    const letters = model.alphabet.slice(1);
     const update = () => {
       const text = ui.input.value;
-      const encoded = encodeCounting(model, text);
+      const encoded = encodeText(text, { alphabet: model.alphabet, letters, blank: model.blank,
+                                         shortest: 0, longest: model.input_length });
       report(ui, encoded.error);
       if (encoded.error) return;
-      const { outputs, attention } = countingForward(model, encoded.tokens);
-      const letters = model.output_labels;
-      const truths = letters.map( // CountingTask.targets_for: how often each letter occurs
-        (letter) => encoded.tokens.filter((token) => model.alphabet[token] === letter).length);
-      ui.prediction.replaceChildren(predictionTable(letters, outputs, truths, "letter"));
       const padded = text.padEnd(model.input_length, model.blank);
+      const tokens = [...padded].map((char) => model.alphabet.indexOf(char));
+      const { outputs, attention } = models.countingForward(model, tokens);
+      const truths = model.output_labels.map( // CountingTask.targets_for: each letter's count
+        (letter) => tokens.filter((token) => model.alphabet[token] === letter).length);
+      ui.prediction.replaceChildren(predictionTable(model.output_labels, outputs, truths,
+                                                    "letter"));
       ui.attention.replaceChildren(heatmap(attention["encoder-decoder"], {
         name: "encoder-decoder",
         caption: "Where each letter's query attends",
         corner: "query ↓ input →",
-        rowLabels: letters.map((letter) => `${letter} query`),
+        rowLabels: model.output_labels.map((letter) => `${letter} query`),
         columnLabels: positions(padded),
       }));
     };
     ui.note.textContent = heldOutNote(model);
     ui.input.value = example;
-    ui.input.addEventListener("input", update);
-    update();
+    register("counting", {
+      update, link: ui.link,
+      state: () => ({ input: ui.input.value }),
+      apply: (params) => { ui.input.value = params.get("input") ?? ui.input.value; },
+    }, [ui.input]);
   }
 
-  function signalWidget(models, example) {
+  function signalWidget(family, example) {
     const ui = parts("signal");
-    const select = document.getElementById("signal-encoding");
     const update = () => {
-      const model = models[select.value];
+      const model = family[ui.model.value];
       ui.note.textContent = heldOutNote(model);
       const text = ui.input.value;
-      const encoded = encodeSignal(model, text);
+      const encoded = encodeText(text, { alphabet: model.alphabet, letters: model.letters,
+                                         shortest: model.input_length,
+                                         longest: model.input_length });
       report(ui, encoded.error);
       if (encoded.error) return;
-      const { outputs, attention } = signalForward(model, encoded.tokens);
+      const { outputs, attention } = models.signalForward(model, encoded.tokens);
       const [signal, ...rest] = encoded.tokens;
       const truth = rest.filter((token) => token === signal).length;
       ui.prediction.replaceChildren(predictionTable(
@@ -423,10 +271,94 @@
       );
     };
     ui.input.value = example;
-    ui.input.addEventListener("input", update);
-    select.addEventListener("change", update);
-    update();
+    register("signal", {
+      update, link: ui.link,
+      state: () => ({ model: ui.model.value, input: ui.input.value }),
+      apply: (params) => {
+        choose(ui.model, params.get("model"));
+        ui.input.value = params.get("input") ?? ui.input.value;
+      },
+    }, [ui.input, ui.model]);
   }
+
+  function differenceWidget(family, example) {
+    const ui = parts("difference");
+    const labels = Object.values(family)[0].output_labels; // A, B, C, |A-B|
+    const last = labels.length - 1;
+    const blocks = labels.map((label, step) => checkbox(`difference-block-${step}`,
+      step === last ? "itself" : `the ${label} step`));
+    const swap = checkbox("difference-swap", "swap its weights on the A and B steps");
+    ui.interventions.append(
+      element("legend", { text: `What the ${labels[last]} step reads through self-attention` }),
+      element("p", { class: "explorer-hint", text: "Block (the softmax shares the weight " +
+                                                  "among the steps left):" }),
+      ...blocks.map(({ label }) => label), swap.label,
+      element("p", { class: "explorer-hint", id: "difference-no-self",
+                     text: "This model has no self-attention over its outputs: nothing to block." }));
+    const blocked = () => blocks.flatMap(({ box }, step) => (box.checked ? [step] : []));
+    const update = () => {
+      const model = family[ui.model.value];
+      ui.note.textContent = heldOutNote(model);
+      const selfAttention = Boolean(model.self_attention);
+      ui.interventions.disabled = !selfAttention;
+      document.getElementById("difference-no-self").hidden = selfAttention;
+      const text = ui.input.value;
+      const encoded = encodeText(text, { alphabet: model.alphabet, letters: model.alphabet.slice(1),
+                                         blank: model.blank, shortest: 0,
+                                         longest: model.input_length });
+      report(ui, encoded.error);
+      if (encoded.error) return;
+      const padded = text.padEnd(model.input_length, model.blank);
+      const tokens = [...padded].map((char) => model.alphabet.indexOf(char));
+      const interventions = selfAttention ? { blocked: blocked(), swap: swap.box.checked } : {};
+      const { outputs, attention } = models.differenceForward(model, tokens, interventions);
+      const counts = labels.slice(0, last).map( // DifferenceTask.targets_for
+        (letter) => tokens.filter((token) => model.alphabet[token] === letter).length);
+      const truths = [...counts, Math.abs(counts[0] - counts[1])];
+      ui.prediction.replaceChildren(predictionTable(labels, outputs, truths, "step"));
+      const maps = [heatmap(attention["encoder-decoder"], {
+        name: "encoder-decoder",
+        caption: "Where each step's query reads the input",
+        corner: "query ↓ input →",
+        rowLabels: labels.map((label) => `${label} query`),
+        columnLabels: positions(padded),
+      })];
+      if (selfAttention) {
+        const changedRow = interventions.blocked.length || interventions.swap;
+        maps.push(heatmap(attention.self, {
+          name: "self",
+          caption: "Self-attention over the output steps: what each step reads of the others" +
+                   (changedRow ? ` (the ${labels[last]} row as the intervention set it)` : ""),
+          corner: "step ↓ reads →",
+          rowLabels: labels,
+          columnLabels: labels.map((label, position) => ({ letter: label, position })),
+          marked: changedRow ? [last] : [],
+        }));
+      }
+      ui.attention.replaceChildren(...maps);
+    };
+    ui.input.value = example;
+    register("difference", {
+      update, link: ui.link,
+      state: () => {
+        const state = { model: ui.model.value, input: ui.input.value };
+        if (blocked().length) state.block = blocked().join(",");
+        if (swap.box.checked) state.swap = "1";
+        return state;
+      },
+      apply: (params) => {
+        choose(ui.model, params.get("model"));
+        ui.input.value = params.get("input") ?? ui.input.value;
+        const block = (params.get("block") || "").split(",").filter(Boolean).map(Number);
+        blocks.forEach(({ box }, step) => { box.checked = block.includes(step); });
+        swap.box.checked = params.get("swap") === "1";
+      },
+    }, [ui.input, ui.model, swap.box, ...blocks.map(({ box }) => box)]);
+  }
+
+  /* ---- Start ----------------------------------------------------------------------------- */
+
+  const builders = []; // (data) => void, from explorer-sequences.js too
 
   // status: the element saying "loading"; data-ready on it tells tests (and you) how it went.
   async function start(status) {
@@ -435,12 +367,18 @@
       if (!response.ok) throw new Error(`${DATA_URL} answered HTTP ${response.status}`);
       const data = await response.json();
       if (data.format !== FORMAT) throw new Error(`expected format ${FORMAT}, got ${data.format}`);
-      countingWidget(loadModel(data.counting), data.examples.counting);
-      const signal = {};
-      for (const [encoding, exported] of Object.entries(data.signal)) {
-        signal[encoding] = loadModel(exported);
-      }
-      signalWidget(signal, data.examples.signal);
+      const load = window.attnprimerNN.loadModel;
+      const family = (group) => Object.fromEntries(
+        Object.entries(group).map(([variant, exported]) => [variant, load(exported)]));
+      const loaded = { counting: load(data.counting), signal: family(data.signal),
+                       difference: family(data.difference), reversal: family(data.reversal),
+                       transformer: family(data.transformer), examples: data.examples };
+      countingWidget(loaded.counting, data.examples.counting);
+      signalWidget(loaded.signal, data.examples.signal);
+      differenceWidget(loaded.difference, data.examples.difference);
+      builders.forEach((build) => build(loaded));
+      applyFragment();
+      window.addEventListener("hashchange", applyFragment);
       status.hidden = true;
       status.dataset.ready = "true";
     } catch (error) {
@@ -450,6 +388,14 @@
     }
   }
 
-  const status = document.getElementById("explorer-status");
-  if (status) start(status);
+  function whenReady() {
+    const status = document.getElementById("explorer-status");
+    if (status) start(status);
+  }
+  // Every script of the page has run by DOMContentLoaded, explorer-sequences.js included.
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", whenReady);
+  else setTimeout(whenReady);
+
+  return { builders, checkbox, choose, element, encodeText, heatmap, heldOutNote, parts,
+           positions, predictionTable, register, report, show };
 })();
