@@ -107,7 +107,8 @@ def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module,
     assert _retrained_by(package_copy, _add_code(module)) == retrained
 
 
-@pytest.mark.parametrize("module", ["cli.py", "analysis.py", "explorer.py", "exercises.py",
+@pytest.mark.parametrize("module", ["cli.py", "analysis.py", "explorer.py", "explorer_exports.py",
+                                    "interventions.py", "exercises.py",
                                     "report.py", "site_models.py", "figures/qkv.py",
                                     "figures/plotting.py", "cache.py", "checkpoints.py"])
 def test_editing_code_no_model_is_built_from_retrains_nothing(package_copy, module):

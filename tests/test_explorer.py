@@ -13,7 +13,7 @@ import os
 import pytest
 import torch
 
-from attnprimer import explorer
+from attnprimer import explorer_exports
 from attnprimer.explorer import (
     EXPLORER_FORMAT,
     decode_array,
@@ -23,6 +23,8 @@ from attnprimer.explorer import (
     explorer_labels,
     explorer_models,
     export_counting,
+    export_reversal,
+    export_transformer,
     write_explorer_data,
 )
 from attnprimer.positional import POSITIONAL_ENCODINGS, SinusoidalEncoding, apply_rotary
@@ -31,7 +33,7 @@ from attnprimer.train import Evaluation, evaluate, held_out_generator, predict
 
 @pytest.fixture(scope="module")
 def models(site_models):
-    """The five trained models the page runs, by their explorer name."""
+    """The trained models the page runs, by their explorer name."""
     return {name: site_models(model) for name, model in explorer_models().items()}
 
 
@@ -41,7 +43,12 @@ def data(models):
 
 
 def _exported(data, name):
-    return data["counting"] if name == "counting" else data["signal"][name.removeprefix("signal/")]
+    family, _, variant = name.partition("/")
+    return data[family][variant] if variant else data[family]
+
+
+def _entries(data):
+    return [_exported(data, name) for name in explorer_labels()]
 
 
 def test_encode_array_is_exact_and_little_endian():
@@ -84,8 +91,27 @@ def test_the_task_settings_the_page_needs(models, data):
             assert exported["weights"]["position.table"]["shape"] == [11, 64]
         else:
             assert "position.table" not in exported["weights"]
+    for variant, self_attention in (("plain", False), ("self-attention", True)):
+        exported, task = data["difference"][variant], models[f"difference/{variant}"].task
+        assert exported["self_attention"] is task.self_att is self_attention
+        assert exported["output_labels"] == ["A", "B", "C", "|A-B|"]
+        assert exported["alphabet"] == " ABC" and exported["input_length"] == 10
+    for decoder in ("vanilla", "peeky", "attention"):
+        exported, task = data["reversal"][decoder], models[f"reversal/{decoder}"].task
+        assert exported["decoder"] == task.decoder == decoder
+        assert exported["letters"] == "ABCDEFGH" and exported["end"] == task.end == 9
+        assert exported["start"] == task.num_classes == 10  # the decoder's extra embedding
+        assert exported["trained_lengths"] == [1, 10] and exported["longest_input"] == 20
+    transformer, task = data["transformer"]["encoder-decoder"], \
+        models["transformer/encoder-decoder"].task
+    assert (transformer["dim"], transformer["heads"], transformer["layers"]) == (32, 4, 2)
+    assert transformer["pre_norm"] is task.pre_norm is True
+    assert transformer["max_positions"] >= transformer["longest_input"] + 1  # T = S + 1
+    assert transformer["position_base"] == data["signal"]["sinusoidal"]["position_base"]
     assert data["format"] == EXPLORER_FORMAT
-    assert data["examples"] == {"counting": "AACCB CCCB", "signal": "BCACABBAACB"}
+    assert data["examples"] == {"counting": "AACCB CCCB", "signal": "BCACABBAACB",
+                                "difference": "BBBA ACABB", "reversal": "HEADBADGE",
+                                "transformer": "HEADBADGE"}
 
 
 def test_the_exported_base_reproduces_the_models_encodings(models, data):
@@ -111,12 +137,12 @@ def test_an_unchanged_model_keeps_its_held_out_result_and_a_changed_one_is_evalu
         models, data, monkeypatch):
     earlier = {"exact_match": 0.5, "samples": 10_000, "seed": 1234}
     previous = json.loads(explorer_json(data))
-    for entry in [previous["counting"], *previous["signal"].values()]:
+    for entry in _entries(previous):
         entry["held_out"] = earlier
-    monkeypatch.setattr(explorer, "evaluate", lambda *args, **kwargs: pytest.fail("evaluated"))
+    monkeypatch.setattr(explorer_exports, "evaluate",
+                        lambda *args, **kwargs: pytest.fail("evaluated"))
     again = explorer_data(models, previous=previous)
-    assert [entry["held_out"] for entry in [again["counting"], *again["signal"].values()]] == \
-        [earlier] * 5
+    assert [entry["held_out"] for entry in _entries(again)] == [earlier] * len(models)
 
     previous["signal"]["rotary"]["weights"]["query"] = encode_array(torch.zeros(1, 64))
     evaluated = []
@@ -125,7 +151,7 @@ def test_an_unchanged_model_keeps_its_held_out_result_and_a_changed_one_is_evalu
         evaluated.append(trained)
         return Evaluation(0.25, [0.25], settings["samples"], settings["seed"])
 
-    monkeypatch.setattr(explorer, "evaluate", evaluate_anew)
+    monkeypatch.setattr(explorer_exports, "evaluate", evaluate_anew)
     again = explorer_data(models, previous=previous)
     assert evaluated == [models["signal/rotary"]]
     assert again["signal"]["rotary"]["held_out"]["exact_match"] == 0.25
@@ -139,7 +165,7 @@ def test_the_file_is_deterministic(models, data):
     assert first.endswith(b"\n") and first.count(b"\n") == 1
 
 
-def test_explorer_data_needs_all_five_models(models):
+def test_explorer_data_needs_every_model(models):
     with pytest.raises(ValueError, match="no model for signal/rotary"):
         explorer_data({name: model for name, model in models.items() if name != "signal/rotary"})
 
@@ -166,7 +192,7 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, data, monkeypatch):
     def crash(source, destination):
         raise OSError("disk full")
 
-    monkeypatch.setattr(explorer.os, "replace", crash)
+    monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         write_explorer_data(path, data)
     assert path.read_bytes() == old
@@ -176,6 +202,38 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, data, monkeypatch):
 def test_non_site_models_are_refused(models):
     with pytest.raises(TypeError, match="expected a counting model, got SignalTask"):
         export_counting(models["signal/none"])
+    with pytest.raises(TypeError, match="expected a counting model, got DifferenceTask"):
+        export_counting(models["difference/plain"])
+    with pytest.raises(TypeError, match="expected a reversal model, got ReversalTransformerTask"):
+        export_reversal(models["transformer/encoder-decoder"])
+    with pytest.raises(TypeError, match="expected a encoder-decoder Transformer model"):
+        export_transformer(models["reversal/attention"])
+
+
+def test_settings_the_script_cannot_run_are_refused():
+    from attnprimer.tasks import ReversalTask
+    from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
+    from attnprimer.train import TrainConfig, train
+
+    for task in (ReversalTask(hidden=4, bidirectional=True), ReversalTask(hidden=4, score="dot")):
+        with pytest.raises(ValueError, match="one-way encoders and the additive score"):
+            export_reversal(train(task, TrainConfig(steps=1)), held_out=False)
+    ablated = ReversalTransformerTask(dim=8, heads=2, layers=1, residual=False)
+    with pytest.raises(ValueError, match="residual connections"):
+        export_transformer(train(ablated, TrainConfig(steps=1)), held_out=False)
+
+
+def test_the_file_stays_within_its_budget(data):
+    """All exported weights together: at most 2 MB (a phone downloads them to use the page)."""
+    assert len(explorer_json(data)) <= 2_000_000
+
+
+def test_every_model_the_page_runs_has_a_label_and_the_page_an_example(data):
+    assert list(explorer_labels()) == list(explorer_models())
+    assert sorted(data["examples"]) == sorted({name.partition("/")[0] for name in explorer_labels()})
+    for name, label in explorer_labels().items():
+        assert _exported(data, name)["label"] == label
+        assert label.endswith("seed 0") and explorer_models()[name].config.seed == 0
 
 
 # --- the claims of docs/explorer.md -------------------------------------------------------------
@@ -223,3 +281,96 @@ def test_claim_the_rotary_encoder_reads_the_signal_from_every_later_position(mod
     on_signal = output.attention["encoder self"][:, 1:, 0]  # (B, S - 1): later rows, column 0
     assert on_signal.mean() > 0.9
     assert (on_signal > 0.5).float().mean() > 0.99  # "almost every position"
+
+
+def test_the_file_is_about_the_size_the_page_says(data):
+    assert 1_600_000 <= len(explorer_json(data)) < 1_800_000  # "about 1.7 MB"
+
+
+def _decoded(trained, output):
+    return trained.task.decode_output(output.logits.argmax(-1)[0])
+
+
+def test_claim_the_difference_step_needs_the_larger_count_on_the_example(models):
+    from attnprimer.interventions import difference_intervened
+    from attnprimer.site_models import DIFFERENCE_EXAMPLE
+
+    trained = models["difference/self-attention"]
+    tokens = trained.task.encode(DIFFERENCE_EXAMPLE)[None]
+    assert trained.task.targets_for(tokens)[0].tolist() == [3, 5, 1, 2]  # three As, five Bs
+
+    def answer(**intervention):
+        return difference_intervened(trained.model, tokens, **intervention).logits[0, 3].argmax()
+
+    assert answer() == 2
+    assert answer(blocked=[1]) == 0  # the B step, the larger count
+    assert answer(blocked=[0]) == 2  # the A step
+    assert answer(swap=True) == 0
+    assert answer(blocked=[3]) == 2  # itself
+    assert answer(blocked=[2]) == 3  # the C step: not what the averages predict
+    plain = models["difference/plain"]
+    assert plain.model(tokens).logits[0].argmax(-1).tolist() == [3, 5, 1, 2]
+
+
+def test_claim_the_attention_decoder_reads_one_to_the_right_on_the_example(models):
+    from attnprimer.site_models import REVERSAL_EXAMPLE
+
+    trained = models["reversal/attention"]
+    tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
+    weights = trained.model(tokens).attention["encoder-decoder"][0]  # (T, S)
+    n = len(REVERSAL_EXAMPLE)
+    for step in range(1, n):  # step t writes the letter at n - 1 - t
+        assert weights[step].argmax() == n - 1 - step + 1, step
+    assert REVERSAL_EXAMPLE[7] == "G" and weights[1].argmax() == 8
+
+
+def test_claim_a_forced_step_mostly_writes_the_letter_it_was_given(models):
+    from attnprimer.interventions import reversal_forced
+    from attnprimer.site_models import REVERSAL_EXAMPLE
+
+    trained = models["reversal/attention"]
+    tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
+    assert _decoded(trained, reversal_forced(trained.model, tokens)) == "EGDABDAEH."
+    assert _decoded(trained, reversal_forced(trained.model, tokens, {3: 0})) == "EGDHAEH."
+    n = len(REVERSAL_EXAMPLE)
+    own = sum(int(reversal_forced(trained.model, tokens, {step: position}).logits[0, step]
+                  .argmax()) == trained.task.alphabet.index(REVERSAL_EXAMPLE[position])
+              for step in range(n) for position in range(n))
+    assert own == 63  # of 81
+
+
+def test_claim_only_attention_reverses_twelve_letters_and_twenty_is_too_many(models):
+    from attnprimer.interventions import reversal_forced
+
+    twelve, twenty = "ABCDEFGHABCD", "ABCDEFGHABCDEFGHABCD"
+    for decoder in ("vanilla", "peeky", "attention"):
+        trained = models[f"reversal/{decoder}"]
+        written = _decoded(trained, reversal_forced(trained.model, trained.task._tokens(twelve)[None]))
+        assert (written == twelve[::-1] + ".") is (decoder == "attention"), (decoder, written)
+    trained = models["reversal/attention"]
+    written = _decoded(trained, reversal_forced(trained.model, trained.task._tokens(twenty)[None]))
+    assert written == twenty[::-1][:12] + "."  # the last twelve letters, then it stops
+
+
+def test_claim_five_of_the_transformers_heads_each_change_the_example(models):
+    from attnprimer.head_ablation import head_names, heads_off
+    from attnprimer.site_models import REVERSAL_EXAMPLE
+
+    trained = models["transformer/encoder-decoder"]
+    tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
+    changing = []
+    for name in head_names(trained.model):
+        with torch.no_grad(), heads_off(trained.model, [name]):
+            if _decoded(trained, trained.model(tokens)) != "EGDABDAEH.":
+                changing.append(name)
+    assert len(head_names(trained.model)) == 24
+    assert changing == ["decoder self 1.2", "decoder self 1.3", "decoder self 1.4", "cross 1.1",
+                        "cross 2.4"]
+
+
+def test_claim_the_transformer_is_perfect_to_ten_letters_and_fails_at_twelve(models):
+    trained = models["transformer/encoder-decoder"]
+    assert evaluate(trained, samples=10_000).exact_match == 0.9999  # one input in 10,000 wrong
+    with torch.no_grad():
+        written = _decoded(trained, trained.model(trained.task._tokens("ABCDEFGHABCD")[None]))
+    assert written != "DCBAHGFEDCBA."

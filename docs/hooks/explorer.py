@@ -1,9 +1,10 @@
 """MkDocs hook: export the trained models the attention explorer runs in the browser.
 
 On each build, :func:`attnprimer.explorer.write_explorer_data` writes the weights of the
-site's seed-0 counting model and of the four seed-0 signal models (one per positional
-encoding) into ``.cache/attnprimer/generated/explorer/models.json``; a file that would not
-change is left as it is. It joins the site as ``assets/explorer/models.json``, which
+site models the explorer runs (seed 0 of the counting, signal, difference, reversal and
+Transformer models: ``attnprimer.explorer.explorer_models``) into
+``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
+it is. It joins the site as ``assets/explorer/models.json``, which
 ``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
 
 Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site

@@ -131,7 +131,12 @@
       return undefined;
     });
     // A new input is written in full: the slider goes to its end.
-    ui.input.addEventListener("input", () => { steps.max = steps.value = "99"; });
+    // (The maximum first: a value is clamped to the maximum it is given under.)
+    const showAll = () => {
+      steps.max = "99";
+      steps.value = "99";
+    };
+    ui.input.addEventListener("input", showAll);
     ui.input.value = loaded.examples.reversal;
     const widget = {
       update, link: ui.link,
@@ -145,8 +150,8 @@
         stop();
         page.choose(ui.model, params.get("model"));
         ui.input.value = params.get("input") ?? ui.input.value;
-        steps.max = "99";
-        steps.value = params.get("steps") ?? "99";
+        showAll();
+        if (params.get("steps")) steps.value = params.get("steps");
         const [step, position] = (params.get("force") || ":").split(":");
         // the options follow the input: make them, then choose
         update();
@@ -174,16 +179,18 @@
     const switches = {};
     const grid = element("table", { class: "explorer-heads" });
     grid.append(element("caption", { text: "Tick a head to switch it off" }),
-                element("thead", {}, element("tr", {}, element("th", { scope: "col", text: "layer" }),
+                element("thead", {}, element("tr", {},
+                  element("th", { scope: "col", text: "layer ↓ head →" }),
                   ...Array.from({ length: model.heads }, (_, h) =>
-                    element("th", { scope: "col", text: `head ${h + 1}` })))));
+                    element("th", { scope: "col", text: String(h + 1) })))));
     const body = element("tbody");
     for (const name of KINDS) {
       for (let l = 1; l <= model.layers; l++) {
         const row = element("tr", {}, element("th", { scope: "row", text: `${name} ${l}` }));
         for (let h = 1; h <= model.heads; h++) {
           const headName = `${name} ${l}.${h}`;
-          const box = element("input", { type: "checkbox", id: `transformer-off-${name.replace(" ", "-")}-${l}-${h}`,
+          const id = `transformer-off-${name.replace(" ", "-")}-${l}-${h}`;
+          const box = element("input", { type: "checkbox", id,
                                          "aria-label": `switch head ${headName} off` });
           switches[headName] = box;
           row.append(element("td", {}, box));

@@ -128,7 +128,9 @@ window.attnprimerExplorer = (function () {
 
   function heldOutNote(model, what = "held-out sequences") {
     if (!model.held_out) return "";
-    const percent = (100 * model.held_out.exact_match).toFixed(1);
+    const fraction = model.held_out.exact_match;
+    // 99.99 % is not 100.0 %: more decimals where one would round to a perfect score.
+    const percent = (100 * fraction).toFixed(fraction < 1 && fraction >= 0.9995 ? 2 : 1);
     return `This model (${model.label}) gets ${percent} % of ` +
            `${model.held_out.samples.toLocaleString("en")} ${what} entirely right.`;
   }
