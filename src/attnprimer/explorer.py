@@ -238,7 +238,7 @@ def write_explorer_data(
         >>> import tempfile
         >>> path = Path(tempfile.mkdtemp()) / "explorer" / "models.json"
         >>> write_explorer_data(path, {"format": EXPLORER_FORMAT}), path.read_text()
-        (True, '{"format":1}\\n')
+        (True, '{"format":2}\\n')
         >>> write_explorer_data(path, {"format": EXPLORER_FORMAT})          # unchanged: kept
         False
     """
