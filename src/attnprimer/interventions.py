@@ -129,11 +129,9 @@ def reversal_forced(
         if step in force:  # read one chosen state: (B, S)
             position = torch.full_like(token, force[step])
             weights = one_hot(position, inputs.shape[1])
-            logits, new_state = read_with(decoder, token, state, memory, weights)
+            logits, state = read_with(decoder, token, state, memory, weights)
         else:
-            logits, new_state, weights = decoder.step(token, state, memory, final,
-                                                      mask, keys)
-        state = new_state
+            logits, state, weights = decoder.step(token, state, memory, final, mask, keys)
         all_logits.append(logits)
         all_weights.append(weights)
         token = logits.argmax(dim=-1)  # greedy
