@@ -138,6 +138,47 @@ def test_the_dependencies_come_from_the_imports(package_copy):
     assert _retrained_by(package_copy, _add_code("positional.py")) >= {"counting", "signal"}
 
 
+def _forget_parses_in_this_process(monkeypatch) -> None:
+    """As a new process starts: nothing parsed, nothing read from the cache folder yet."""
+    cache_module._parsed.cache_clear()
+    cache_module._kept_parses.cache_clear()
+    monkeypatch.setattr(cache_module, "_unsaved", set())
+
+
+def test_a_new_process_reads_the_parses_an_earlier_one_kept(monkeypatch, temporary_cache):
+    _forget_parses_in_this_process(monkeypatch)
+    first = cache_module.fingerprint("attnprimer.tasks.counting")
+    kept = temporary_cache / cache_module.PARSES_FILE
+    assert "attnprimer.models.counting" in kept.read_text(encoding="utf-8")
+
+    _forget_parses_in_this_process(monkeypatch)
+    parsed = []
+    real_parse = cache_module._parse
+    monkeypatch.setattr(cache_module, "_parse", lambda *args: parsed.append(args[1])
+                        or real_parse(*args))
+    assert cache_module.fingerprint("attnprimer.tasks.counting") == first
+    assert parsed == []  # every module came from the file
+
+
+def test_an_edited_module_is_parsed_again_despite_the_kept_parse(package_copy, monkeypatch,
+                                                                   temporary_cache):
+    _forget_parses_in_this_process(monkeypatch)
+    before = cache_module.fingerprint("attnprimer.tasks.counting")
+    _add_code("models/counting.py")(package_copy)
+    _forget_parses_in_this_process(monkeypatch)
+    assert cache_module.fingerprint("attnprimer.tasks.counting") != before
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_the_parse(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(blocker))
+    _forget_parses_in_this_process(monkeypatch)
+    assert cache_module.fingerprint("attnprimer.masks") == cache_module.fingerprint(
+        "attnprimer.masks")
+    assert blocker.read_text() == "not a folder"
+
+
 def test_dependencies_refuse_a_module_outside_the_package():
     with pytest.raises(ValueError, match="not a module"):
         dependencies("attnprimer.no_such_module")

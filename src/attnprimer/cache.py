@@ -131,10 +131,22 @@ def _module_name(path: Path) -> str:
 def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, frozenset[str]]:
     """A module file's fingerprint and the package modules it imports, anywhere in its code.
 
-    ``stamp`` (modification time, size) makes an edited file parse again.
+    ``stamp`` (modification time, size) makes an edited file parse again. Parsing the whole
+    package takes most of a second, which every process (a docs build, each test worker, each
+    ``attnprimer`` command) would pay: results are also kept on disk, keyed by the file's bytes.
     """
     source = path.read_text(encoding="utf-8")
     name = _module_name(path)
+    key = hashlib.sha256(source.encode()).hexdigest()
+    kept = _kept_parses().get(name)
+    if kept is not None and kept[0] == key:
+        return kept[1], frozenset(kept[2])
+    result = _parse(source, name, path)
+    _keep_parse(name, key, result)
+    return result
+
+
+def _parse(source: str, name: str, path: Path) -> tuple[str, frozenset[str]]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     imported: set[str] = set()
     for node in ast.walk(ast.parse(source)):
@@ -149,6 +161,42 @@ def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, frozenset[str]]:
             imported.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
     found = frozenset(name for name in imported if module_path(name) is not None)
     return code_fingerprint(source), found
+
+
+PARSES_FILE = "parsed-modules.json"
+"""The file in [`cache_dir`][attnprimer.cache.cache_dir] that keeps each module's parse."""
+
+
+@functools.cache
+def _kept_parses() -> dict[str, list]:
+    """The parses kept on disk by earlier processes (empty if none can be read)."""
+    try:
+        kept = json.loads((cache_dir() / PARSES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def _keep_parse(name: str, key: str, result: tuple[str, frozenset[str]]) -> None:
+    """Remember one module's parse in this process; `_save_parses` writes them to disk."""
+    _kept_parses()[name] = [key, result[0], sorted(result[1])]
+    _unsaved.add(name)
+
+
+_unsaved: set[str] = set()  # modules parsed by this process since the file was last written
+
+
+def _save_parses() -> None:
+    """Write the kept parses, if any are new and the cache folder can be written (else skip)."""
+    if not _unsaved:
+        return
+    content = json.dumps(_kept_parses(), sort_keys=True).encode()
+    _unsaved.clear()
+    try:
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        write_atomically(cache_dir() / PARSES_FILE, lambda file: file.write(content))
+    except OSError:
+        pass  # a cache that cannot be written only costs the parse next time
 
 
 def _read(name: str) -> tuple[str, frozenset[str]]:
@@ -181,6 +229,7 @@ def dependencies(*modules: str) -> tuple[str, ...]:
             raise ValueError(f"{name!r} is not a module of the {PACKAGE} package")
         seen.add(name)
         waiting.extend(_read(name)[1])
+    _save_parses()
     return tuple(sorted(seen))
 
 
