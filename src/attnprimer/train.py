@@ -112,7 +112,8 @@ class TrainedModel:
         config: how it was trained.
         model: the trained module, in eval mode.
         history: ``step``, ``loss`` (every step) and ``held_out_step``,
-            ``held_out_exact_match`` (every ``eval_every`` steps) lists.
+            ``held_out_exact_match`` (every ``eval_every`` steps) lists. The exact match is
+            greedy decoding's, computed in one teacher-forced pass where the task allows it.
         train_seconds: wall time of training: a measurement of that run, which another run will
             not repeat exactly (the Transformer chapter's cost table shows it, and says so).
     """
@@ -294,8 +295,22 @@ def _correct(task: Task, model: nn.Module, batch: Batch) -> torch.Tensor:
     return task.correct(predictions, batch.targets)
 
 
+@torch.no_grad()
 def _exact_match(task: Task, model: nn.Module, batch: Batch) -> float:
-    return _correct(task, model, batch).all(dim=1).float().mean().item()
+    """The fraction of ``batch`` the model gets wholly right, decoding greedily.
+
+    A teacher-forced task's model runs once, fed the right outputs, instead of once per output
+    step: greedy decoding gets a sequence wholly right exactly when every step's best guess,
+    given the right outputs before it, is right (by induction over the steps), so both give
+    the same exact match (not the same per-step accuracy: after a first mistake they differ).
+    """
+    if not task.teacher_forced:
+        return _correct(task, model, batch).all(dim=1).float().mean().item()
+    was_training = model.training
+    model.eval()
+    predictions = model(batch.inputs, batch.targets).logits.argmax(dim=-1)  # (B, T)
+    model.train(was_training)
+    return task.correct(predictions, batch.targets).all(dim=1).float().mean().item()
 
 
 def evaluate(

@@ -41,6 +41,9 @@ class Task:
     description: ClassVar[str] = ""
     train_defaults: ClassVar[dict[str, Any]] = {}
     """Training settings (TrainConfig fields) this task uses unless told otherwise."""
+    teacher_forced: ClassVar[bool] = False
+    """Whether the model takes the targets too, ``model(inputs, targets)``, and then feeds
+    each output step the right previous output (teacher forcing) instead of its own guess."""
 
     max_len: int = field(default=10, metadata={"help": "input length S"})
     vocab_size: int = field(default=3, metadata={"help": "number of letters V (plus the blank)"})

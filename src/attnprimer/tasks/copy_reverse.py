@@ -64,6 +64,7 @@ class CopyReverseTask(Task):
     description: ClassVar[str] = "copy or reverse the input, with a decoder-only Transformer"
     train_defaults: ClassVar[dict] = {"steps": 1500, "lr": 1e-2, "batch_size": 64,
                                       "schedule": "warmup-cosine"}
+    teacher_forced: ClassVar[bool] = True
 
     max_len: int = field(default=8, metadata={"help": "the longest input (letters)"})
     vocab_size: int = field(default=8, metadata={"help": "number of letters"})

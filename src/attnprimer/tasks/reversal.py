@@ -55,6 +55,7 @@ class ReversalTask(Task):
     name = "reversal"
     description = "write the input backwards (a task with a known alignment)"
     train_defaults = {"steps": 1200, "lr": 1e-2}
+    teacher_forced = True
 
     max_len: int = field(default=10, metadata={"help": "the longest input (letters)"})
     vocab_size: int = field(default=8, metadata={"help": "number of letters"})
