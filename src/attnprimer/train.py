@@ -215,8 +215,7 @@ def train(
 def _train(task, config, progress, eval_every, eval_samples) -> TrainedModel:
     seed_everything(config.seed)
     model = task.build_model()
-    # fused: one update for all the parameters (on a CPU the default loops over them)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, fused=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     factor = SCHEDULES[config.schedule]
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, config.steps))
     batches = training_generator(config.seed)
