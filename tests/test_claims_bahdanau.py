@@ -96,13 +96,17 @@ def test_the_alignment_diagram_draws_the_trained_weights(models):
 # --- what attention buys: accuracy against length ---------------------------------------------
 
 
-def test_additive_attention_beats_one_vector_in_every_seed(by_length):
-    additive = by_length["attention (additive)"]
-    for one_vector in ("vanilla", "peeky"):
-        assert additive[:, :10].mean(axis=1).min() > by_length[one_vector][:, :10].mean(axis=1).max()
-    assert additive[:, 9].min() >= 0.9  # at ten letters: above 90 % in every seed
-    assert 0.45 <= by_length["vanilla"][:, 9].min() <= by_length["vanilla"][:, 9].max() <= 0.6
-    assert 0.7 <= by_length["peeky"][:, 9].min() <= by_length["peeky"][:, 9].max() <= 0.8
+def test_at_ten_letters_additive_attention_is_well_ahead_of_one_vector_on_average(by_length):
+    # "the vanilla model reverses about half of the inputs and the peeky one about three in four,
+    # in every seed; the additive attention model about nine in ten on average, well ahead of
+    # both": the additive model's seeds are not each claimed to beat every one-vector seed
+    vanilla, peeky = by_length["vanilla"][:, 9], by_length["peeky"][:, 9]
+    additive = by_length["attention (additive)"][:, 9]
+    assert 0.45 <= vanilla.min() <= vanilla.max() <= 0.6
+    assert 0.7 <= peeky.min() <= peeky.max() <= 0.8
+    assert 0.85 <= additive.mean() <= 0.97
+    assert additive.mean() > peeky.mean() + 0.08  # "well ahead of both"
+    assert peeky.mean() > vanilla.mean() + 0.08
 
 
 def test_on_short_inputs_every_model_is_right_nearly_always(by_length):
@@ -111,8 +115,9 @@ def test_on_short_inputs_every_model_is_right_nearly_always(by_length):
 
 def test_the_dot_model_slips_first_and_falls_slower(by_length):
     dot, vanilla = by_length["attention (dot)"], by_length["vanilla"]
-    assert (dot[:, 4:7].max(axis=0) < vanilla[:, 4:7].min(axis=0)).all()  # 5 to 7 letters
-    assert dot[:, 9].min() > vanilla[:, 9].max()  # at ten, above it again
+    # 5 to 7 letters, "on average": seed by seed the margin at seven letters is under a point
+    assert (dot[:, 4:7].mean(axis=0) < vanilla[:, 4:7].mean(axis=0)).all()
+    assert dot[:, 9].min() > vanilla[:, 9].max()  # at ten, every dot seed above every vanilla
 
 
 def test_the_lead_of_attention_grows_with_the_length(by_length):
@@ -120,32 +125,32 @@ def test_the_lead_of_attention_grows_with_the_length(by_length):
     assert (lead[:, 9] > lead[:, 4] + 0.2).all()  # at 10 letters far more than at 5
 
 
-def test_the_dot_model_ends_below_the_additive_one_and_spreads_more(by_length):
+def test_the_dot_model_ends_below_the_additive_one_on_average(by_length):
+    # "a difference of means over three seeds, not an ordering that every seed need follow"
     additive, dot = by_length["attention (additive)"], by_length["attention (dot)"]
-    assert additive[:, :10].mean(axis=1).min() > dot[:, :10].mean(axis=1).max()
-    assert additive[:, 9].min() > dot[:, 9].max()
-    spread = {name: np.ptp(runs[:, :10].mean(axis=1)) for name, runs in by_length.items()}
-    assert spread["attention (dot)"] > 2 * spread["attention (additive)"]
+    assert additive[:, :10].mean() > dot[:, :10].mean()  # on the trained lengths
+    assert additive[:, 9].mean() > dot[:, 9].mean()  # at ten letters
 
 
 def test_the_bidirectional_model_is_right_on_the_trained_lengths(by_length):
     bidirectional = by_length[BIDIRECTIONAL]
-    assert bidirectional[:, :10].mean(axis=1).min() >= 0.999
+    assert bidirectional[:, :10].min() >= 0.99  # "(nearly) every input of every trained length"
     unidirectional = by_length["attention (additive)"]
     assert (bidirectional[:, 9] > unidirectional[:, 9]).all()
     assert bidirectional[:, 10].min() >= 0.95  # and one letter beyond
 
 
 def test_beyond_the_trained_lengths_every_model_fails(by_length):
-    assert max(runs[:, 16].max() for runs in by_length.values()) < 0.05  # at 17 letters
+    assert max(runs[:, 16].max() for runs in by_length.values()) < 0.1  # at 17 letters
+    assert max(runs[:, 19].max() for runs in by_length.values()) < 0.05  # at 20 letters
 
 
 def test_the_bidirectional_model_learned_fastest(models):
     reached = {name: [first_step_reaching(trained.history, 0.99) for trained in runs]
                for name, runs in models.items()}
-    assert all(step is not None and step <= 300 for step in reached[BIDIRECTIONAL])
-    assert sum(step is not None for step in reached["attention (additive)"]) <= 1
-    assert all(step is None for step in reached["attention (dot)"])
+    assert all(step is not None and step <= 600 for step in reached[BIDIRECTIONAL])
+    for name in UNIDIRECTIONAL:  # "end their 1,200 steps short of it in most seeds"
+        assert sum(step is None for step in reached[name]) >= 2, name
 
 
 # --- the alignment ---------------------------------------------------------------------------
@@ -175,29 +180,44 @@ def test_after_the_first_step_few_steps_read_the_copied_letter(models, name):
 
 
 def test_the_bidirectional_alignment_is_on_the_copied_letter_more_often(models):
-    for bidirectional, unidirectional in zip(models[BIDIRECTIONAL],
-                                             models["attention (additive)"], strict=True):
-        offsets = alignment_by_length(bidirectional, TRAINED)
+    on_letter = []
+    for trained in models[BIDIRECTIONAL]:
+        offsets = alignment_by_length(trained, TRAINED)
         assert offsets.get(0, 0) + offsets.get(1, 0) >= 0.95
-        assert offsets.get(0, 0) >= 0.5 > alignment_by_length(unidirectional, TRAINED)[0]
-    on_letter = [alignment_by_length(trained, TRAINED)[0] for trained in models[BIDIRECTIONAL]]
-    assert on_letter[0] < 0.6 and min(on_letter[1:]) >= 0.8  # half in seed 0, 4 in 5 after
+        on_letter.append(offsets.get(0, 0))
+    unidirectional = [alignment_by_length(trained, TRAINED).get(0, 0)
+                      for name in UNIDIRECTIONAL for trained in models[name]]
+    assert min(on_letter) > max(unidirectional) + 0.15  # "far more often, in every seed"
+    # "from about half the time to most of the time": how the seeds split differs
+    assert min(on_letter) >= 0.4 and max(on_letter) >= 0.7
+    assert max(on_letter) - min(on_letter) >= 0.2  # "differs a good deal from seed to seed"
 
 
 def test_the_bidirectional_weights_are_spread_over_two_states(models):
     for name, runs in models.items():
-        if name in UNIDIRECTIONAL:
-            assert all(largest_weight(trained, TRAINED) >= 0.88 for trained in runs)
+        if name in UNIDIRECTIONAL:  # "about 0.9 or more"
+            assert all(largest_weight(trained, TRAINED) >= 0.85 for trained in runs)
         elif name == BIDIRECTIONAL:
             assert all(0.55 <= largest_weight(trained, TRAINED) <= 0.7 for trained in runs)
+
+
+def _on_or_right(trained, lengths) -> float:
+    offsets = alignment_by_length(trained, lengths)
+    return offsets.get(0, 0) + offsets.get(1, 0)
 
 
 @pytest.mark.parametrize("name", ATTENTION)
 def test_beyond_the_trained_lengths_the_alignment_falls_apart(models, name):
     for trained in models[name]:
-        inside, beyond = (alignment_by_length(trained, lengths) for lengths in (TRAINED, BEYOND))
-        assert beyond.get(0, 0) + beyond.get(1, 0) <= 0.8
-        assert beyond.get(0, 0) + beyond.get(1, 0) < inside.get(0, 0) + inside.get(1, 0) - 0.2
+        inside, beyond = _on_or_right(trained, TRAINED), _on_or_right(trained, BEYOND)
+        assert beyond < inside - 0.1  # "in every model and seed"
+        if name in UNIDIRECTIONAL:  # "in about half the steps or fewer, against nearly all"
+            assert beyond <= 0.65
+            assert inside >= 0.9
+    if name == BIDIRECTIONAL:  # "more often than they do"
+        unidirectional = max(_on_or_right(trained, BEYOND)
+                             for other in UNIDIRECTIONAL for trained in models[other])
+        assert min(_on_or_right(trained, BEYOND) for trained in models[name]) > unidirectional
 
 
 @pytest.mark.parametrize("name", ATTENTION)
@@ -215,18 +235,26 @@ def test_the_encoder_state_also_holds_the_letter_before(models, name):
 def test_the_unidirectional_decoders_use_the_state_one_to_the_right(models, name):
     for trained in models[name]:
         forced = forced_attention(trained)
-        assert forced["one to its right"] >= 0.995  # its own shifted position: (nearly) all
+        assert forced["one to its right"] >= 0.98  # its own shifted position: (nearly) all
         assert 0.7 <= forced["the copied letter"] <= 0.9  # the "right" letter: about 4 in 5
         assert abs(forced["two to its right"] - 1 / 8) <= 0.02  # chance is 1 in 8
-        assert forced["its own largest weight"] >= forced["as trained"] - 0.015
+        # "the unidirectional models lose at most a few letters in a hundred that way"
+        assert forced["its own largest weight"] >= forced["as trained"] - 0.03
 
 
 def test_the_bidirectional_decoder_uses_the_copied_letter_and_more(models):
-    for seed, trained in enumerate(models[BIDIRECTIONAL]):
-        forced = forced_attention(trained)
-        assert forced["as trained"] >= 0.999
-        assert forced["the copied letter"] >= 0.97
-        assert forced["one to its right"] <= (0.5 if seed == 0 else 0.2)  # 0.2: near chance
-        assert abs(forced["two to its right"] - 1 / 8) <= 0.02
-        # one state alone is not what it reads: a fifth to two fifths of the letters lost
-        assert 0.55 <= forced["its own largest weight"] <= 0.82
+    unidirectional = [forced_attention(trained)["the copied letter"]
+                      for name in UNIDIRECTIONAL for trained in models[name]]
+    forced = [forced_attention(trained) for trained in models[BIDIRECTIONAL]]
+    for each in forced:
+        assert each["as trained"] >= 0.999
+        # "more than nine letters in ten in every seed, more than any unidirectional model"
+        assert each["the copied letter"] >= 0.9
+        assert each["the copied letter"] > max(unidirectional)
+        assert each["one to its right"] < each["the copied letter"] - 0.25  # "far worse"
+        assert abs(each["two to its right"] - 1 / 8) <= 0.02
+        # one state alone is not what it reads: "at least one letter in twenty in every seed"
+        assert each["its own largest weight"] <= each["as trained"] - 0.05
+    assert min(each["one to its right"] for each in forced) <= 0.2  # "in some close to chance"
+    # "and far more in most"
+    assert sum(each["as trained"] - each["its own largest weight"] >= 0.15 for each in forced) >= 2

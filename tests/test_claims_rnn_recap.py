@@ -81,7 +81,7 @@ def test_every_model_reverses_short_inputs(decoders, vanilla):
                 assert curves.at(label, length).min() >= 0.98, (label, length)
 
 
-def test_the_vanilla_decoder_falls_first_inside_training(decoders):
+def test_the_vanilla_decoder_falls_furthest_inside_training(decoders):
     at_ten = {label: decoders.at(label, 10) for label in decoders.by_seed}
     assert decoders.at("vanilla", 5).min() >= 0.97
     assert at_ten["vanilla"].max() < 0.7
@@ -93,25 +93,27 @@ def test_the_vanilla_decoder_falls_first_inside_training(decoders):
                for length in range(1, 10))
 
 
-def test_peeky_beats_vanilla_and_additive_attention_beats_both_at_ten_letters(decoders):
-    vanilla, peeky, additive = (decoders.at(label, 10) for label in
-                                ("vanilla", "peeky", "attention (additive)"))
+def test_peeky_beats_vanilla_and_additive_attention_leads_on_average_at_ten_letters(decoders):
+    vanilla, peeky, additive, dot = (decoders.at(label, 10) for label in
+                                     ("vanilla", "peeky", "attention (additive)",
+                                      "attention (dot)"))
+    # "more than ten points above the vanilla decoder in every seed, and still far from perfect"
     assert peeky.min() > vanilla.max() + 0.1
-    assert additive.min() > peeky.max() + 0.1
-    assert additive.min() >= 0.9
+    assert peeky.max() < 0.85
+    # "its mean is well above the peeky decoder's, and above the dot-score model's": means only;
+    # the page does not claim that every additive seed beats every seed of the others
+    assert additive.mean() > peeky.mean() + 0.08
+    assert additive.mean() > dot.mean()
 
 
-def test_additive_attention_is_best_over_the_trained_lengths(decoders):
-    inside = {label: decoders.over(label, TRAINED) for label in decoders.by_seed}
-    for label, scores in inside.items():
-        if label != "attention (additive)":
-            assert inside["attention (additive)"].min() > scores.max(), label
-
-
-def test_the_dot_score_is_below_peeky_on_the_trained_lengths(decoders):
-    # so "the attention models lose the least" would be false: only the additive one does
-    dot, peeky = decoders.over("attention (dot)", TRAINED), decoders.over("peeky", TRAINED)
-    assert dot.mean() < peeky.mean()
+def test_over_the_trained_lengths_peeky_and_attention_are_within_a_few_points(decoders):
+    # "the peeky decoder and the two attention models end within a few points of each other on
+    # average, and the dot-score model is not ahead of the peeky decoder there" (so "the
+    # attention models lose the least" would be false on the trained lengths as a whole)
+    means = {label: decoders.over(label, TRAINED).mean()
+             for label in ("peeky", "attention (additive)", "attention (dot)")}
+    assert max(means.values()) - min(means.values()) < 0.05
+    assert means["attention (dot)"] < means["peeky"]
 
 
 def test_attention_beats_vanilla_by_far_beyond_training(decoders):

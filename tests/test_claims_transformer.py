@@ -69,12 +69,15 @@ def test_the_encoder_decoder_reaches_99_percent_sooner_than_any_rnn_seed(models)
         assert all(step is None or step > max(reached) for step in theirs), rnn
 
 
-def test_the_rnns_mostly_never_reach_99_percent(models):
-    """The page: vanilla and peeky never get there; the additive model in at most one seed."""
+def test_no_rnn_reaches_99_percent_reliably(models):
+    """The page: vanilla and peeky never get there; the additive model falls short of it in
+    most seeds (as on the Bahdanau page). Whether one additive seed touches 99 % varies with the
+    run: one did on the first build machine, none on the second, two of them ending within two
+    points of it."""
     for rnn in ("vanilla", "peeky"):
         assert all(first_step_reaching(t.history, 0.99) is None for t in models[rnn])
-    assert sum(first_step_reaching(t.history, 0.99) is not None
-               for t in models["attention (additive)"]) <= 1
+    assert sum(first_step_reaching(t.history, 0.99) is None
+               for t in models["attention (additive)"]) >= 2
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))
@@ -122,9 +125,10 @@ def test_the_decoder_only_model_has_under_half_the_attention_rnns_parameters(mod
         models["attention (additive)"][0])
 
 
-def test_one_attention_rnn_seed_alone_reaches_99_percent(models):
-    assert sum(first_step_reaching(t.history, 0.99) is not None
-               for t in models["attention (additive)"]) == 1
+def test_the_attention_rnn_ends_above_90_percent_in_every_seed(models):
+    """The page: the attention model, though not at 99 % in every seed, ends above 90 % on the
+    monitor in every seed."""
+    assert min(t.history["held_out_exact_match"][-1] for t in models["attention (additive)"]) > 0.9
 
 
 def test_beyond_the_training_lengths_the_transformers_fall_off_fastest(by_length):
@@ -458,11 +462,16 @@ def test_at_two_blocks_every_cell_trains(grid):
         assert all(first_step_reaching(run.history, 0.99) is not None for run in runs), cell
 
 
-def test_post_ln_without_warm_up_gets_to_99_percent_by_step_300(grid):
-    for lr in NORM_GRID_LRS:
-        reached = [first_step_reaching(run.history, 0.99)
-                   for run in grid[("post-LN", lr, "cosine")]]
-        assert max(reached) <= 300, lr
+def test_at_two_blocks_every_seed_gets_to_99_percent_by_step_400_and_most_by_300(grid):
+    """The page: every seed of every cell is at 99 % by step 400 of its 500, most by step 300.
+    (Which seed is slowest varies with the run: post-LN without warm-up at 0.01 was there by
+    step 300 in every seed on the first build machine, one seed at 400 on the second.)"""
+    reached = {cell: [first_step_reaching(run.history, 0.99) for run in runs]
+               for cell, runs in grid.items()}
+    for cell, steps in reached.items():
+        assert all(step is not None and step <= 400 for step in steps), cell
+    every = [step for steps in reached.values() for step in steps]
+    assert sum(step <= 300 for step in every) > len(every) / 2
 
 
 @pytest.mark.parametrize("layers", DEPTHS)
