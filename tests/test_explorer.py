@@ -324,19 +324,32 @@ def test_claim_the_attention_decoder_reads_one_to_the_right_on_the_example(model
     assert REVERSAL_EXAMPLE[7] == "G" and weights[1].argmax() == 8
 
 
-def test_claim_a_forced_step_mostly_writes_the_letter_it_was_given(models):
+def test_claim_a_forced_step_mostly_writes_the_letter_it_was_given(models, site_models):
+    """The page's model (seed 0) and the two other seeds of its recipe: forced onto position 0,
+    step 3 writes H; of the 81 forcings, most make the step write the letter at the position it
+    was given, and more do that than write the letter to its left. (How many, and what the
+    steps after a forced one write, vary with the run: on the first build machine seed 0 wrote
+    its own letter in 63 of 81 and EGDHAEH. forced as above; on the second, 60 and EGDHEAEH.)"""
     from attnprimer.interventions import reversal_forced
-    from attnprimer.site_models import REVERSAL_EXAMPLE
+    from attnprimer.site_models import REVERSAL_DECODERS, REVERSAL_EXAMPLE, site_seeds
 
-    trained = models["reversal/attention"]
-    tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
-    assert _decoded(trained, reversal_forced(trained.model, tokens)) == "EGDABDAEH."
-    assert _decoded(trained, reversal_forced(trained.model, tokens, {3: 0})) == "EGDHAEH."
+    seeds = [site_models(model)
+             for model in site_seeds("reversal", **REVERSAL_DECODERS["attention (additive)"])]
+    assert seeds[0].config == models["reversal/attention"].config  # the page's model
     n = len(REVERSAL_EXAMPLE)
-    own = sum(int(reversal_forced(trained.model, tokens, {step: position}).logits[0, step]
-                  .argmax()) == trained.task.alphabet.index(REVERSAL_EXAMPLE[position])
-              for step in range(n) for position in range(n))
-    assert own == 63  # of 81
+    for trained in seeds:
+        alphabet = trained.task.alphabet
+        tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
+        assert _decoded(trained, reversal_forced(trained.model, tokens)) == "EGDABDAEH."
+        assert _decoded(trained, reversal_forced(trained.model, tokens, {3: 0}))[:4] == "EGDH"
+        own = left = 0
+        for step in range(n):
+            for position in range(n):
+                written = int(reversal_forced(trained.model, tokens, {step: position})
+                              .logits[0, step].argmax())
+                own += written == alphabet.index(REVERSAL_EXAMPLE[position])
+                left += position > 0 and written == alphabet.index(REVERSAL_EXAMPLE[position - 1])
+        assert own > n * n / 2 and own > left, (trained.config.seed, own, left)
 
 
 def test_claim_only_attention_reverses_twelve_letters_and_twenty_is_too_many(models):
@@ -370,7 +383,9 @@ def test_claim_five_of_the_transformers_heads_each_change_the_example(models):
 
 def test_claim_the_transformer_is_perfect_to_ten_letters_and_fails_at_twelve(models):
     trained = models["transformer/encoder-decoder"]
-    assert evaluate(trained, samples=10_000).exact_match == 0.9999  # one input in 10,000 wrong
+    # "more than 99.5 %" (99.99 % on the first build machine, 99.98 % on the second; the
+    # chapter's test holds every seed's mean over lengths 1-10 to 99.5 % or more)
+    assert evaluate(trained, samples=10_000).exact_match > 0.995
     with torch.no_grad():
         written = _decoded(trained, trained.model(trained.task._tokens("ABCDEFGHABCD")[None]))
     assert written != "DCBAHGFEDCBA."
