@@ -264,15 +264,21 @@ def test_the_cosine_runs_level_off_near_95_percent_and_the_constant_ones_climb(r
         assert _mean_between(curve, 5600, 6000) > _mean_between(curve, 1600, 2000) + 0.005
 
 
-def test_a_run_of_ours_dips_and_recovers(recipes):
-    # The page: the dips in the curves are real, and the runs come back.
-    dips = []
-    for steps, values in recipes["ours"].curves:
-        for index, (step, value) in enumerate(zip(steps, values, strict=True)):
-            if step >= 1000 and value < 0.5:
-                dips.append(step)
-                assert max(values[index + 1:index + 4]) > 0.97  # back within 300 steps
-    assert dips
+def test_a_run_now_and_then_falls_off_and_recovers(recipes):
+    # The page: the dips in the curves are real (a run falls more than ten points below its best
+    # so far) and every run comes back (to within three points of that best within 300 steps).
+    # When, how far and in which seed differs between seeds and between retrainings, so this
+    # checks every run of the figure's four recipes, not one run or one recipe.
+    falls = []
+    for name in ("original, 6,000 steps", "original, lr 0.03", "original, cosine", "ours"):
+        for steps, values in recipes[name].curves:
+            for index, (step, value) in enumerate(zip(steps, values, strict=True)):
+                best = max(values[:index], default=0.0)
+                if step >= 500 and value < best - 0.1:
+                    falls.append((name, step))
+                    after = values[index + 1:index + 4]  # the next 300 steps
+                    assert after and max(after) > best - 0.03, (name, step)
+    assert falls
 
 
 def test_the_original_run_is_the_start_of_the_longer_constant_run(recipes):
