@@ -18,7 +18,8 @@ from attnprimer.analysis import (
     cached_probes,
 )
 from attnprimer.cache import cached_evaluation
-from attnprimer.experiments.self_attention import cached_readout, projection_sweep
+from attnprimer.experiments.self_attention import (broadcast_step, cached_readout,
+                                                   mean_first_reaching, projection_sweep)
 from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS,
                                     SEEDS, site_model)
 from attnprimer.tasks import DifferenceTask
@@ -80,6 +81,15 @@ def test_learned_projections_are_worse_on_average_and_miss_the_target_at_least_o
 
 
 @pytest.fixture(scope="module")
+def projected_runs(site_models):
+    """Every run with W_q, W_k, W_v: {peak lr: [model per seed]}, the default lr first."""
+    default = DifferenceTask.train_defaults["lr"]
+    return {lr: [site_models(site_model("difference", seed=seed, lr=lr,
+                                        **DIFFERENCE_VARIANTS[PROJECTED])) for seed in SEEDS]
+            for lr in (default, *PROJECTION_SWEEP_LRS)}
+
+
+@pytest.fixture(scope="module")
 def sweep(site_models):
     for lr in PROJECTION_SWEEP_LRS:  # the catalogue holds every seed of the sweep
         for seed in SEEDS:
@@ -113,30 +123,25 @@ def test_a_lower_learning_rate_removes_the_worst_seed(sweep):
         assert min(projected[lr]) > 0.98
 
 
-def _first_step_at(histories, level):
-    """The first held-out step where the mean exact match over the seeds reaches ``level``."""
-    steps = histories[0]["held_out_step"]
-    means = torch.tensor([history["held_out_exact_match"] for history in histories]).mean(0)
-    return next(step for step, mean in zip(steps, means.tolist(), strict=True) if mean >= level)
-
-
-def test_projections_learn_slower_at_every_learning_rate_but_faster_at_the_lower_ones(
-        models, site_models):
-    plain = _first_step_at([trained.history for trained in models[SELF]], 0.9)
-    default = DifferenceTask.train_defaults["lr"]
-    steps = {}
-    for lr in (default, *PROJECTION_SWEEP_LRS):
-        histories = [site_models(site_model("difference", seed=seed, lr=lr,
-                                            **DIFFERENCE_VARIANTS[PROJECTED])).history
-                     for seed in SEEDS]
-        steps[lr] = _first_step_at(histories, 0.9)
-        assert steps[lr] > plain, lr
-    assert all(steps[lr] < steps[default] for lr in PROJECTION_SWEEP_LRS), steps
+def test_projections_reach_90_percent_later_on_average_and_sooner_at_the_lower_rates(
+        models, projected_runs):
+    # "on average it takes longer to reach 90 %" at every rate; at the lower rates the seeds'
+    # mean gets there sooner than at the default, where the stalled seed holds it back (or
+    # never: the table's "never"). None is "never", later than any step.
+    never = float("inf")
+    plain = mean_first_reaching(models[SELF], 0.9)
+    assert plain is not None
+    steps = {lr: mean_first_reaching(runs, 0.9) or never
+             for lr, runs in projected_runs.items()}
+    default, *lower = projected_runs
+    assert all(step > plain for step in steps.values()), steps
+    assert all(steps[lr] < never and steps[lr] < steps[default] for lr in lower), steps
 
 
 def test_self_attention_reaches_98_percent_in_a_fraction_of_the_steps(models):
-    with_it = _first_step_at([trained.history for trained in models[SELF]], 0.98)
-    without = _first_step_at([trained.history for trained in models[PLAIN]], 0.98)
+    with_it = mean_first_reaching(models[SELF], 0.98)
+    without = mean_first_reaching(models[PLAIN], 0.98)
+    assert with_it is not None and without is not None
     assert with_it < without / 3
 
 
@@ -200,28 +205,33 @@ def test_count_steps_attend_to_themselves_without_projections(models, seed_index
     assert torch.all(means.diagonal()[:count_steps] >= 0.9), means
 
 
-@pytest.mark.parametrize("seed_index", range(len(SEEDS)))
-def test_with_projections_every_step_attends_to_one_and_the_same_step(models, seed_index):
-    means = mean_self_attention(models[PROJECTED][seed_index])
-    sink = means.sum(0).argmax()
-    assert torch.all(means[:, sink] >= 0.95), means
+def _broadcasts(projected_runs):
+    """(model, its broadcast step or None) for every run with projections, at every rate."""
+    return [(trained, broadcast_step(trained))
+            for runs in projected_runs.values() for trained in runs]
 
 
-@pytest.mark.parametrize("lr", PROJECTION_SWEEP_LRS)
-def test_at_the_lower_learning_rates_no_model_broadcasts_and_each_seed_differs(site_models, lr):
-    patterns = set()
-    for seed in SEEDS:
-        trained = site_models(site_model("difference", seed=seed, lr=lr,
-                                         **DIFFERENCE_VARIANTS[PROJECTED]))
+def test_some_runs_with_projections_broadcast_and_some_do_not(models, projected_runs):
+    steps = [step for _, step in _broadcasts(projected_runs)]
+    assert 0 < sum(step is not None for step in steps) < len(steps), steps
+    assert all(broadcast_step(trained) is None for trained in models[SELF])  # the diagonal
+
+
+def test_at_the_lowest_learning_rate_no_run_broadcasts(projected_runs):
+    for trained in projected_runs[min(projected_runs)]:
         means = mean_self_attention(trained)
         assert torch.all(means.min(0).values < 0.95), means  # no step takes every step's weight
-        patterns.add(tuple(means.argmax(1).tolist()))
-    assert len(patterns) == len(SEEDS)
 
 
-def test_the_broadcast_step_differs_between_seeds(models):
-    sinks = {int(mean_self_attention(trained).sum(0).argmax()) for trained in models[PROJECTED]}
-    assert len(sinks) > 1
+def test_the_broadcast_step_is_not_the_same_in_every_run(projected_runs):
+    steps = {step for _, step in _broadcasts(projected_runs) if step is not None}
+    assert len(steps) > 1, steps
+
+
+def test_the_runs_that_do_not_broadcast_share_no_one_pattern(projected_runs):
+    patterns = [tuple(mean_self_attention(trained).argmax(1).tolist())
+                for trained, step in _broadcasts(projected_runs) if step is None]
+    assert len(set(patterns)) > 1, patterns
 
 
 def test_the_difference_step_moved_off_the_diagonal(models):
@@ -275,8 +285,7 @@ def test_the_profile_shows_the_switch_at_zero(models):
 
 @pytest.fixture(scope="module")
 def interventions(models):
-    return {variant: [block_and_swap(trained) for trained in models[variant]]
-            for variant in (SELF, PROJECTED)}
+    return {SELF: [block_and_swap(trained) for trained in models[SELF]]}
 
 
 def test_without_the_larger_count_it_is_almost_always_wrong(interventions):
@@ -300,14 +309,20 @@ def test_blocking_itself_costs_at_most_a_few_points(interventions):
         assert results["as trained"] - results["block itself"] < 0.05
 
 
-def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(models,
-                                                                               interventions):
-    for trained, results in zip(models[PROJECTED], interventions[PROJECTED], strict=True):
-        sink = int(mean_self_attention(trained).sum(0).argmax())
-        if sink in (0, 1):
-            assert results["swap the A and B weights"] < 0.05
+def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(
+        projected_runs):
+    # Every broadcasting run with projections, at every rate: a broadcast of A or B is used
+    # (the swap costs most of the difference step's accuracy); any other broadcast step leaves
+    # the swap nothing to exchange. Runs that do not broadcast: no claim.
+    broadcasting = [(trained, step) for trained, step in _broadcasts(projected_runs)
+                    if step is not None]
+    assert broadcasting
+    for trained, step in broadcasting:
+        results = block_and_swap(trained)
+        if step in (0, 1):
+            assert results["swap the A and B weights"] < results["as trained"] / 2, results
         else:
-            assert results["swap the A and B weights"] == pytest.approx(results["as trained"])
+            assert abs(results["swap the A and B weights"] - results["as trained"]) < 0.01
 
 
 @pytest.fixture(scope="module")

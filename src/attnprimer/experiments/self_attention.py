@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from attnprimer.analysis import linear_probe
+from attnprimer.analysis import linear_probe, mean_self_attention
 from attnprimer.cache import cached_evaluation, cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import MultiHeadAttention, split_heads
@@ -28,15 +28,19 @@ from attnprimer.tasks import DifferenceTask
 from attnprimer.train import TrainedModel, held_out_generator
 
 __all__ = [
+    "BROADCAST",
     "READOUT_CONDITIONS",
     "SHORT_NAMES",
+    "broadcast_step",
     "cached_readout",
     "difference_models",
     "difference_step_readout",
+    "mean_first_reaching",
     "multihead_shapes",
     "projection_sweep",
     "projection_sweep_models",
     "self_attention_models",
+    "sweep_runs",
 ]
 
 SHORT_NAMES = {"self-attention": "no projections",
@@ -63,18 +67,44 @@ def projection_sweep_models() -> dict[float, list[TrainedModel]]:
             for lr in (default, *PROJECTION_SWEEP_LRS)}
 
 
-def projection_sweep() -> dict[str, dict[float, list[float]]]:
-    """Held-out exact match per seed: the projection-free variant at its default learning rate,
-    and the W_q, W_k, W_v variant at every learning rate of the sweep.
+BROADCAST = 0.95
+"""A step is *broadcast* when every step puts at least this much self-attention weight on it."""
 
-    Returns:
-        ``{"no projections": {lr: [exact match per seed]}, "W_q, W_k, W_v": {lr: [...], ...}}``
+
+def broadcast_step(trained: TrainedModel) -> int | None:
+    """The step whose state every step reads (mean weight >= ``BROADCAST``), or None.
+
+    The weights are [`mean_self_attention`][attnprimer.analysis.mean_self_attention]'s,
+    averaged over held-out sequences.
     """
+    means = mean_self_attention(trained)  # (T, T): query step, key step
+    column = int(means.sum(0).argmax())
+    return column if bool(torch.all(means[:, column] >= BROADCAST)) else None
+
+
+def sweep_runs() -> dict[str, dict[float, list[TrainedModel]]]:
+    """The runs of the sweep: ``{"no projections": {lr: [model per seed]}, "W_q, W_k, W_v":
+    {lr: [...], ...}}``, the projection-free variant at its default learning rate only."""
     default = DifferenceTask.train_defaults["lr"]
-    plain = [cached_evaluation(trained).exact_match for trained in difference_models("self-attention")]
-    swept = {lr: [cached_evaluation(trained).exact_match for trained in models]
-             for lr, models in projection_sweep_models().items()}
-    return {"no projections": {default: plain}, "W_q, W_k, W_v": swept}
+    return {"no projections": {default: difference_models("self-attention")},
+            "W_q, W_k, W_v": projection_sweep_models()}
+
+
+def projection_sweep() -> dict[str, dict[float, list[float]]]:
+    """Held-out exact match per seed, for every run of
+    [`sweep_runs`][attnprimer.experiments.self_attention.sweep_runs], in the same shape."""
+    return {variant: {lr: [cached_evaluation(trained).exact_match for trained in models]
+                      for lr, models in by_lr.items()}
+            for variant, by_lr in sweep_runs().items()}
+
+
+def mean_first_reaching(models: list[TrainedModel], level: float) -> int | None:
+    """The first held-out evaluation step at which the seeds' mean exact match reaches
+    ``level``, from the training histories (None: it never does)."""
+    steps = models[0].history["held_out_step"]
+    means = torch.tensor([trained.history["held_out_exact_match"] for trained in models]).mean(0)
+    return next((step for step, mean in zip(steps, means.tolist(), strict=True)
+                 if mean >= level), None)
 
 
 READOUT_CONDITIONS = {

@@ -18,16 +18,17 @@ from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_
                                  encoder_weight_by_token, mean_self_attention)
 from attnprimer.cache import cached_evaluation
 from attnprimer.cost import CostPoint, measure_in_fresh_process, measure_sdpa_in_fresh_process
-from attnprimer.experiments.self_attention import (READOUT_CONDITIONS, cached_readout,
-                                                   difference_models, projection_sweep,
-                                                   projection_sweep_models, self_attention_models)
+from attnprimer.experiments.self_attention import (BROADCAST, READOUT_CONDITIONS, broadcast_step,
+                                                   cached_readout, difference_models,
+                                                   mean_first_reaching, projection_sweep_models,
+                                                   self_attention_models, sweep_runs)
 from attnprimer.experiments.self_attention import multihead_shapes as shapes_of_multihead
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
 from attnprimer.figures.plotting import (plot_accuracy_curves, plot_attention_grid,
                                          plot_difference_profile, plot_task_attention)
 from attnprimer.figures.registry import recipe
-from attnprimer.figures.tables import cell, cli_sample, markdown_table, percent
+from attnprimer.figures.tables import cell, cli_sample, markdown_table, mean_range, percent
 from attnprimer.report import attention_report
 from attnprimer.site_models import DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, SEEDS, site_model
 from attnprimer.tasks import BLANK
@@ -37,12 +38,6 @@ __all__: list[str] = []
 
 
 # --- the difference models --------------------------------------------------------------------
-
-
-def _mean_range(values: list[float], digits: int = 1) -> str:
-    """'mean (min–max)' in percent, over seeds."""
-    low, high = 100 * min(values), 100 * max(values)
-    return f"{percent(float(np.mean(values)))} ({low:.{digits}f}–{high:.{digits}f})"
 
 
 @recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
@@ -95,25 +90,34 @@ def _difference_sample(variant: str) -> str:
 
 @recipe("projection_sweep", "exact match of the W_q, W_k, W_v variant at three learning rates")
 def projection_sweep_table() -> str:
-    results = projection_sweep()
-    rows = [[variant, f"{lr:g}", *(percent(value) for value in values), _mean_range(values, 2)]
-            for variant, by_lr in results.items() for lr, values in by_lr.items()]
-    config = difference_models("self-attention")[0].config
+    plain = difference_models("self-attention")
+    labels, rows = plain[0].task.output_labels(), []
+    for variant, by_lr in sweep_runs().items():
+        for lr, models in by_lr.items():
+            values = [cached_evaluation(trained).exact_match for trained in models]
+            reached, steps = mean_first_reaching(models, 0.9), map(broadcast_step, models)
+            scores = [percent(value) + ("" if step is None else f" ({cell(labels[step])})")
+                      for value, step in zip(values, steps, strict=True)]
+            rows.append([variant, f"{lr:g}", *scores, percent(sum(values) / len(values)),
+                         "never" if reached is None else f"{reached:,}"])
+    config, every = plain[0].config, plain[0].history["held_out_step"][0]
     return markdown_table(
-        ["self-attention", "peak lr", *(f"seed {seed}" for seed in SEEDS), "mean (range)"], rows,
-        align="ll" + "r" * (len(SEEDS) + 1),
-        caption=f"Exact match, on the held-out sequences of the table above. Everything but "
-                f"the peak learning rate as there ({config.steps:,} steps, batches of "
-                f"{config.batch_size}, Adam, {config.schedule} decay).")
+        ["self-attention", "peak lr", *(f"seed {seed}" for seed in SEEDS), "mean",
+         "mean ≥ 90&nbsp;% at step"], rows, align="ll" + "r" * (len(SEEDS) + 2),
+        caption=f"Exact match, on the held-out sequences of the table above. Everything but the "
+                f"peak learning rate as there ({config.steps:,} steps, batches of "
+                f"{config.batch_size}, Adam, {config.schedule} decay). *Mean ≥ 90&nbsp;% at "
+                f"step*: the first evaluation (every {every} steps) at which the seeds' mean "
+                f"exact match reached 90&nbsp;%. In brackets after a score, the step that run "
+                f"*broadcasts*: every step puts at least {BROADCAST:g} of its self-attention "
+                f"weight on it, averaged over 5,000 held-out sequences.")
 
 
 @recipe("projection_sweep_training", "held-out exact match while training, W_q, W_k, W_v per lr")
 def projection_sweep_training() -> Figure:
-    curves = {"no projections, lr 0.03": [trained.history for trained in
-                                          difference_models("self-attention")]}
-    curves |= {f"W_q, W_k, W_v, lr {lr:g}": [trained.history for trained in models]
-               for lr, models in projection_sweep_models().items()}
-    return plot_accuracy_curves(curves)
+    return plot_accuracy_curves({f"{variant}, lr {lr:g}": [run.history for run in models]
+                                 for variant, by_lr in sweep_runs().items()
+                                 for lr, models in by_lr.items()})
 
 
 @recipe("difference_readout", "where the difference step without self-attention gets |A-B|")
@@ -215,11 +219,11 @@ def difference_probes() -> str:
         for runs in results.values():
             values = [probe.accuracy for run in runs for probe in run
                       if (probe.target, probe.state) == (target, state)]
-            cells.append("—" if not values else _mean_range(values))
+            cells.append("—" if not values else mean_range(values))
         rows.append([cell(target), f"{state} self-attention", *cells])
     return markdown_table(
         ["probe reads", "from the difference step's state", *results], rows, align="ll" + "r" * 3,
-        caption=f"Mean over {len(SEEDS)} seeds (range in brackets). Probes are multinomial "
+        caption=f"Accuracy in %: mean over {len(SEEDS)} seeds (range in brackets). Probes are multinomial "
                 "logistic regressions fitted on 5,000 held-out sequences and scored on 5,000 "
                 "others. Without self-attention, *before* is the state the classifier reads.")
 
