@@ -59,13 +59,12 @@ def test_the_setting_the_page_describes():
 def test_four_schemes_learn_the_training_lengths_and_nope_does_not(runs):
     for operation in ("copy", "reverse"):
         for scheme in LENGTH_SCHEMES:
-            if scheme != "none":
-                assert at(runs, operation, scheme, TRAIN_MAX).min() >= 0.95, (operation, scheme)
-    assert 0.875 <= at(runs, "copy", "none", TRAIN_MAX).min()  # "88 to 96 %"
-    assert at(runs, "copy", "none", TRAIN_MAX).max() <= 0.965
-    assert at(runs, "reverse", "none", TRAIN_MAX).max() < 0.65  # "every seed under 65 %"
-    # copy "slips from 5 letters on"
-    assert at(runs, "copy", "none", 4).min() >= 0.99 > at(runs, "copy", "none", 5).mean()
+            if scheme != "none":  # "over 90 % ... in every seed"
+                assert at(runs, operation, scheme, TRAIN_MAX).min() > 0.9, (operation, scheme)
+    # copy: every seed at least 97 % up to 4 letters, "then slips, to about 90 % at 8 on average"
+    assert min(at(runs, "copy", "none", length).min() for length in range(1, 5)) >= 0.99
+    assert 0.85 <= at(runs, "copy", "none", TRAIN_MAX).mean() <= 0.95
+    assert at(runs, "reverse", "none", TRAIN_MAX).max() < 0.7  # "no seed gets 70 %"
 
 
 def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
@@ -76,17 +75,22 @@ def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
 
 
 def test_rotary_keeps_about_half_of_nine_letter_copies_and_one_seed_comes_back(runs):
-    assert 0.35 <= at(runs, "copy", "rotary", 9).mean() <= 0.65
-    for length in (10, 11, 12):
-        assert at(runs, "copy", "rotary", length).max() <= 0.1
+    nine = at(runs, "copy", "rotary", 9)
+    assert 0.35 <= nine.mean() <= 0.65  # "on average about half"
+    ten_to_twelve = np.stack([at(runs, "copy", "rotary", length) for length in (10, 11, 12)])
     late = np.minimum(at(runs, "copy", "rotary", 13), at(runs, "copy", "rotary", 14))
-    assert (late >= 0.3).sum() == 1  # one seed copies a third of the 13- and 14-letter inputs
-    assert np.sort(late)[1] <= 0.1  # the others almost none
+    back = int(np.argmax(late))  # the seed whose curve rises again
+    others = [seed for seed in range(len(late)) if seed != back]
+    assert ten_to_twelve[:, others].max() <= 0.1  # two seeds: almost none of 10 to 12
+    assert late[others].max() <= 0.1  # and do not come back
+    assert late[back] >= 0.25  # "over a quarter" of each of 13 and 14 letters
+    assert late[back] > ten_to_twelve[1:, back].max()  # more than of 11 or 12 letters
 
 
 def test_the_relative_bias_goes_furthest_on_copy(runs):
-    sixteen = at(runs, "copy", "relative", 16)
-    assert 0.4 <= sixteen.min() and sixteen.max() <= 0.72  # "about 40 to 70 %", every seed
+    sixteen = at(runs, "copy", "relative", 2 * TRAIN_MAX)
+    assert 0.4 <= sixteen.mean() <= 0.7  # "about half of the inputs on average"
+    assert sixteen.min() > 0.25  # "each seed more than a quarter"
     relative = beyond(runs["copy", "relative"])
     for scheme in LENGTH_SCHEMES:
         if scheme != "relative":  # every seed above every seed of any other scheme
@@ -94,17 +98,23 @@ def test_the_relative_bias_goes_furthest_on_copy(runs):
     # ALiBi keeps most 9- and 10-letter copies, with a wide spread between seeds
     assert at(runs, "copy", "alibi", 9).mean() > 0.5 and at(runs, "copy", "alibi", 10).mean() > 0.5
     assert np.ptp(beyond(runs["copy", "alibi"])) > 0.2
-    assert at(runs, "copy", "alibi", 12).mean() < 0.3  # "and falls after"
+    # "and falls after, to near 0 at 16 letters"
+    assert at(runs, "copy", "alibi", 12).mean() < at(runs, "copy", "alibi", 10).mean()
+    assert at(runs, "copy", "alibi", 2 * TRAIN_MAX).mean() < 0.1
 
 
 def test_reverse_is_harder_for_all_five(runs):
+    for scheme in ("relative", "alibi"):  # over 90 % of 9-letter copies, about 3/4 of reversals
+        assert at(runs, "copy", scheme, 9).mean() > 0.9, scheme
+        assert 0.6 <= at(runs, "reverse", scheme, 9).mean() <= 0.85, scheme
     for scheme in LENGTH_SCHEMES:
-        assert at(runs, "reverse", scheme, 9).max() < 0.85, scheme  # "no seed ... 85 %"
-        for length in range(11, 17):
-            assert at(runs, "reverse", scheme, length).max() <= 0.05, (scheme, length)
-    # the relative bias and ALiBi level; rotary and the sinusoids behind on both tasks
-    relative, alibi = (beyond(runs["reverse", scheme]).mean() for scheme in ("relative", "alibi"))
-    assert abs(relative - alibi) < 0.03
+        assert at(runs, "reverse", scheme, TRAIN_MAX + 3).mean() < 0.1, scheme  # "a tenth"
+        for length in range(TRAIN_MAX + 4, 2 * TRAIN_MAX + 1):  # "no seed ... 5 %"
+            assert at(runs, "reverse", scheme, length).max() < 0.05, (scheme, length)
+    # the relative bias and ALiBi level: neither above the other in every seed
+    relative, alibi = (beyond(runs["reverse", scheme]) for scheme in ("relative", "alibi"))
+    assert relative.min() < alibi.max() and alibi.min() < relative.max()
+    # rotary and the sinusoids behind on both tasks
     for operation in ("copy", "reverse"):
         ahead = min(beyond(runs[operation, scheme]).mean() for scheme in ("relative", "alibi"))
         for scheme in ("rotary", "sinusoidal"):
@@ -121,15 +131,17 @@ def test_nope_trained_twice_as_long_gets_further_on_reverse(runs, site_models):
     assert twice[:, eight].min() > once[:, eight].max()  # at 8 letters, every seed
     assert twice[:, nine].mean() > once[:, nine].mean()  # at 9, on average
     assert twice[:, eight].max() < 0.95  # and still short of the other schemes
-    assert twice[:, nine + 1:].max() <= 0.005  # and at 0 from 10 letters on
+    assert twice[:, nine + 1:].max() < 0.01  # and near 0 from 10 letters on, every seed
 
 
 def test_where_copy_goes_wrong_at_ten_letters(runs):
     assert survival("copy", "sinusoidal", 2).mean() < 0.2  # most lost in the first two steps
     assert survival("copy", "none", 5).mean() < 0.1  # NoPE over the first five
     assert survival("copy", "rotary", 4).mean() > 0.9 and survival("copy", "rotary", 9).mean() < 0.3
-    # ALiBi loses inputs at the steps that write letters 9 and 10, not before
-    assert survival("copy", "alibi", 8).mean() > 0.95
+    # ALiBi loses inputs at the steps that write letters 9 and 10, few before
+    kept = survival("copy", "alibi", 8).mean()
+    assert kept > 0.9  # over 90 % through the first eight steps
+    assert kept - survival("copy", "alibi", 10).mean() > 1 - kept  # most losses at steps 8, 9
     assert survival("copy", "alibi", 10).mean() < 0.8
     assert survival("copy", "relative", 11).mean() > 0.85  # "loses few anywhere"
 
@@ -141,11 +153,12 @@ def test_reverse_fails_on_steps_whose_offsets_training_had(runs):
     assert max(needed) == 2 * (TRAIN_MAX - 1) + 1
     for scheme in OFFSET_SCHEMES:
         assert survival("reverse", scheme, 8).mean() < 0.5, scheme
-    assert 0.85 < survival("reverse", "alibi", 1).mean() < 0.95  # a tenth at the first step
-    assert survival("reverse", "rotary", 4).mean() < 0.6
+    assert 0.8 < survival("reverse", "alibi", 1).mean() < 0.98  # "some" at the first step
+    assert survival("reverse", "rotary", 4).mean() < 0.6  # "more than two fifths" lost
     for scheme in ("relative", "alibi"):
         assert 0.15 < survival("reverse", scheme, 11).mean() < 0.35  # "about a quarter"
-    assert survival("reverse", "rotary", 11).mean() < 0.05
+        # "fewer of rotary's on average"
+        assert survival("reverse", "rotary", 11).mean() < survival("reverse", scheme, 11).mean()
     assert survival("reverse", "sinusoidal", 2).mean() < 0.1
     assert survival("reverse", "none", 3).mean() < 0.15
 
@@ -157,7 +170,8 @@ def test_each_schemes_copying_head_loses_the_letter_on_long_inputs(runs):
         assert head.startswith("decoder self 2."), scheme  # a second-block head
         short = cached_source_attention(trained, TRAIN_MAX)["on_source"][head]
         long = cached_source_attention(trained, ATTENTION_LENGTH)["on_source"][head]
-        assert 0.375 <= short <= 0.805 and 0.025 <= long <= 0.135, (scheme, short, long)
+        # a third or more on 8 letters, less than half as much on 16
+        assert short >= 1 / 3 and long < short / 2, (scheme, short, long)
     # rotary's head: nearly all its weight on the letter at five of eight steps, none at three
     trained = seeds("reverse", "rotary")[0]
     example = cached_source_attention(trained, TRAIN_MAX, samples=1)["example"][
