@@ -137,7 +137,12 @@ def test_nope_trained_twice_as_long_gets_further_on_reverse(runs, site_models):
 def test_where_copy_goes_wrong_at_ten_letters(runs):
     assert survival("copy", "sinusoidal", 2).mean() < 0.2  # most lost in the first two steps
     assert survival("copy", "none", 5).mean() < 0.1  # NoPE over the first five
-    assert survival("copy", "rotary", 4).mean() > 0.9 and survival("copy", "rotary", 9).mean() < 0.3
+    # rotary "on average keeps most of them through steps 0 to 3 (how many differs from seed to
+    # seed), loses most of them over steps 4 to 8": 0.90 to 0.95 kept on average over three
+    # retrainings, one seed as low as 0.72; the losses of steps 4 to 8 far outweigh those before
+    kept, after = survival("copy", "rotary", 4).mean(), survival("copy", "rotary", 9).mean()
+    assert kept > 0.8 and after < 0.3
+    assert kept - after > 2 * (1 - kept)
     # ALiBi loses inputs at the steps that write letters 9 and 10, few before
     kept = survival("copy", "alibi", 8).mean()
     assert kept > 0.9  # over 90 % through the first eight steps

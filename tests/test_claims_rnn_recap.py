@@ -107,13 +107,14 @@ def test_peeky_beats_vanilla_and_additive_attention_leads_on_average_at_ten_lett
 
 
 def test_over_the_trained_lengths_peeky_and_attention_are_within_a_few_points(decoders):
-    # "the peeky decoder and the two attention models end within a few points of each other on
-    # average, and the dot-score model is not ahead of the peeky decoder there" (so "the
-    # attention models lose the least" would be false on the trained lengths as a whole)
+    # "the peeky decoder and the two attention models score within a few points of each other on
+    # average": the page ranks none of them there. Which of the peeky decoder and the dot-score
+    # model is ahead flipped between retrainings that changed only the floating-point rounding
+    # (dot below peeky on two sets of models, 0.967 against 0.965 on a third), so no order
+    # between them is asserted
     means = {label: decoders.over(label, TRAINED).mean()
              for label in ("peeky", "attention (additive)", "attention (dot)")}
     assert max(means.values()) - min(means.values()) < 0.05
-    assert means["attention (dot)"] < means["peeky"]
 
 
 def test_attention_beats_vanilla_by_far_beyond_training(decoders):
@@ -143,7 +144,8 @@ def test_ten_letters_remain_the_hardest_trained_length_after_the_long_budget(van
 
 
 def _last_gain(model, site_models, points: int = 5) -> float:
-    """What the last ``points`` held-out evaluations (every 100 steps) added."""
+    """What the last ``points`` held-out evaluations (every 100 steps) added: ``points=5`` is
+    the last 500 steps, ``points=10`` the last 1,000."""
     held_out = site_models(model).history["held_out_exact_match"]
     return held_out[-1] - held_out[-1 - points]
 
@@ -172,9 +174,13 @@ def test_half_the_state_ends_lower_and_still_learning(site_models):
     final = {label: [site_models(model).history["held_out_exact_match"][-1]
                      for model in models[label]] for label in (LONG, NARROW)}
     assert max(final[NARROW]) < min(final[LONG]) - 0.03
-    gain = {label: np.mean([_last_gain(model, site_models) for model in models[label]])
+    # "over the last 1,000 steps it gained a few points in every seed, more on average than the
+    # 64-float one": over 500 steps the gains are a point or two, as small as the step-to-step
+    # wobble of the held-out score, and their ratio moved with the rounding of the retraining
+    gain = {label: [_last_gain(model, site_models, points=10) for model in models[label]]
             for label in (LONG, NARROW)}
-    assert gain[NARROW] > 2 * gain[LONG]
+    assert min(gain[NARROW]) >= 0.03
+    assert np.mean(gain[NARROW]) > np.mean(gain[LONG]) + 0.02
 
 
 def test_half_the_state_costs_accuracy_at_the_same_long_budget(vanilla):
