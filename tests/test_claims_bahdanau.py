@@ -217,10 +217,13 @@ def test_beyond_the_trained_lengths_the_alignment_falls_apart(models, name):
         if name in UNIDIRECTIONAL:  # "in about half the steps or fewer, against nearly all"
             assert beyond <= 0.65
             assert inside >= 0.9
-    if name == BIDIRECTIONAL:  # "more often than they do"
-        unidirectional = max(_on_or_right(trained, BEYOND)
-                             for other in UNIDIRECTIONAL for trained in models[other])
-        assert min(_on_or_right(trained, BEYOND) for trained in models[name]) > unidirectional
+
+
+def test_beyond_the_trained_lengths_the_bidirectional_alignment_holds_more_often(models):
+    # "the bidirectional model does so more often than they do", in every seed
+    unidirectional = max(_on_or_right(trained, BEYOND)
+                         for name in UNIDIRECTIONAL for trained in models[name])
+    assert min(_on_or_right(trained, BEYOND) for trained in models[BIDIRECTIONAL]) > unidirectional
 
 
 @pytest.mark.parametrize("name", ATTENTION)

@@ -205,14 +205,15 @@ def test_count_steps_attend_to_themselves_without_projections(models, seed_index
     assert torch.all(means.diagonal()[:count_steps] >= 0.9), means
 
 
-def _broadcasts(projected_runs):
+@pytest.fixture(scope="module")
+def broadcasts(projected_runs):
     """(model, its broadcast step or None) for every run with projections, at every rate."""
     return [(trained, broadcast_step(trained))
             for runs in projected_runs.values() for trained in runs]
 
 
-def test_some_runs_with_projections_broadcast_and_some_do_not(models, projected_runs):
-    steps = [step for _, step in _broadcasts(projected_runs)]
+def test_some_runs_with_projections_broadcast_and_some_do_not(models, broadcasts):
+    steps = [step for _, step in broadcasts]
     assert 0 < sum(step is not None for step in steps) < len(steps), steps
     assert all(broadcast_step(trained) is None for trained in models[SELF])  # the diagonal
 
@@ -223,14 +224,14 @@ def test_at_the_lowest_learning_rate_no_run_broadcasts(projected_runs):
         assert torch.all(means.min(0).values < 0.95), means  # no step takes every step's weight
 
 
-def test_the_broadcast_step_is_not_the_same_in_every_run(projected_runs):
-    steps = {step for _, step in _broadcasts(projected_runs) if step is not None}
+def test_the_broadcast_step_is_not_the_same_in_every_run(broadcasts):
+    steps = {step for _, step in broadcasts if step is not None}
     assert len(steps) > 1, steps
 
 
-def test_the_runs_that_do_not_broadcast_share_no_one_pattern(projected_runs):
+def test_the_runs_that_do_not_broadcast_share_no_one_pattern(broadcasts):
     patterns = [tuple(mean_self_attention(trained).argmax(1).tolist())
-                for trained, step in _broadcasts(projected_runs) if step is None]
+                for trained, step in broadcasts if step is None]
     assert len(set(patterns)) > 1, patterns
 
 
@@ -309,13 +310,11 @@ def test_blocking_itself_costs_at_most_a_few_points(interventions):
         assert results["as trained"] - results["block itself"] < 0.05
 
 
-def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(
-        projected_runs):
+def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(broadcasts):
     # Every broadcasting run with projections, at every rate: a broadcast of A or B is used
     # (the swap costs most of the difference step's accuracy); any other broadcast step leaves
     # the swap nothing to exchange. Runs that do not broadcast: no claim.
-    broadcasting = [(trained, step) for trained, step in _broadcasts(projected_runs)
-                    if step is not None]
+    broadcasting = [(trained, step) for trained, step in broadcasts if step is not None]
     assert broadcasting
     for trained, step in broadcasting:
         results = block_and_swap(trained)

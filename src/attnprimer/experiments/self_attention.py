@@ -22,6 +22,7 @@ from torch.nn import functional as F
 from attnprimer.analysis import linear_probe, mean_self_attention
 from attnprimer.cache import cached_evaluation, cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
+from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.multihead import MultiHeadAttention, split_heads
 from attnprimer.site_models import DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS, SEEDS, site_seeds
 from attnprimer.tasks import DifferenceTask
@@ -99,12 +100,13 @@ def projection_sweep() -> dict[str, dict[float, list[float]]]:
 
 
 def mean_first_reaching(models: list[TrainedModel], level: float) -> int | None:
-    """The first held-out evaluation step at which the seeds' mean exact match reaches
-    ``level``, from the training histories (None: it never does)."""
-    steps = models[0].history["held_out_step"]
-    means = torch.tensor([trained.history["held_out_exact_match"] for trained in models]).mean(0)
-    return next((step for step, mean in zip(steps, means.tolist(), strict=True)
-                 if mean >= level), None)
+    """[`first_step_reaching`][attnprimer.experiments.bahdanau.first_step_reaching] of the
+    seeds' mean held-out exact match: the first evaluation step where the mean reaches
+    ``level`` (None: it never does)."""
+    scores = [trained.history["held_out_exact_match"] for trained in models]
+    mean = {"held_out_step": models[0].history["held_out_step"],
+            "held_out_exact_match": torch.tensor(scores).mean(0).tolist()}
+    return first_step_reaching(mean, level)
 
 
 READOUT_CONDITIONS = {

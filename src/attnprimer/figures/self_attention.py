@@ -223,7 +223,7 @@ def difference_probes() -> str:
         rows.append([cell(target), f"{state} self-attention", *cells])
     return markdown_table(
         ["probe reads", "from the difference step's state", *results], rows, align="ll" + "r" * 3,
-        caption=f"Accuracy in %: mean over {len(SEEDS)} seeds (range in brackets). Probes are multinomial "
+        caption=f"Mean over {len(SEEDS)} seeds, in % (range in brackets). Probes are multinomial "
                 "logistic regressions fitted on 5,000 held-out sequences and scored on 5,000 "
                 "others. Without self-attention, *before* is the state the classifier reads.")
 
