@@ -136,10 +136,11 @@ def test_gradients_reach_every_parameter():
 @given(st.integers(2, 6), st.sampled_from([4, 8, 64]), st.integers(0, 2**31 - 1))
 def test_projection_free_self_attention_prefers_itself_for_equal_lengths(steps, hidden, seed):
     # Cauchy-Schwarz: for states of one length, no other step scores higher than a step with
-    # itself. A layer norm with gain 1 and bias 0 gives every state the same length.
+    # itself. A layer norm with gain 1, bias 0 and eps 0 gives every state the same length
+    # (with the default eps of 1e-5, a state of small variance comes out shorter: seed 124849).
     generator = torch.Generator().manual_seed(seed)
     states = F.layer_norm(torch.randn(3, steps, hidden, generator=generator,
-                                      dtype=torch.float64), (hidden,))
+                                      dtype=torch.float64), (hidden,), eps=0.0)
     layer = OutputSelfAttention(hidden).double()
     _, weights = layer(states)
     diagonal = weights.diagonal(dim1=-2, dim2=-1)  # (B, T)
