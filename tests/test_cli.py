@@ -29,6 +29,9 @@ from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, train
 
 TINY = ["--steps", "20", "--hidden", "8"]
+# `train` scores the model on 10,000 held-out sequences once trained; decoding that many is most
+# of a test's time for the sequence tasks, and these tests read the output's form, not its score.
+FEW_SCORED = ["--samples", "200"]
 TINY_TASK, TINY_CONFIG = CountingTask(hidden=8), TrainConfig(steps=20, lr=3e-2)
 
 
@@ -125,6 +128,15 @@ def test_train_reports_accuracy_and_the_cache_path(run):
     percentages = [float(value) for value in re.findall(r"([\d.]+)%", out)]
     assert len(percentages) == 4  # exact match and one per letter
     assert all(0 <= value <= 100 for value in percentages)
+    assert "on 10,000 sequences" in out
+
+
+def test_train_scores_as_many_held_out_sequences_as_asked(run):
+    code, out, _ = run("train", "counting", *TINY, "--samples", "300")
+    assert code == 0
+    assert "on 300 sequences" in out
+    code, _, err = run("train", "counting", *TINY, "--samples", "0")
+    assert code == 2 and "--samples" in err
 
 
 # --- test --------------------------------------------------------------------------------------
@@ -675,7 +687,7 @@ DIFF_TINY = ["--steps", "20", "--hidden", "8"]
 
 
 def test_difference_with_self_attention_trains_tests_and_evaluates(run):
-    code, out, err = run("train", "difference", *DIFF_TINY, "--self-att")
+    code, out, err = run("train", "difference", *DIFF_TINY, "--self-att", *FEW_SCORED)
     assert code == 0, err
     assert "|A-B|" in out
     code, out, err = run("test", "difference", *DIFF_TINY, "--self-att", "--input", "BBBA ACABB")
@@ -699,7 +711,7 @@ def test_difference_with_self_attention_trains_tests_and_evaluates(run):
 
 
 def test_difference_without_self_attention_prints_no_self_attention(run):
-    assert run("train", "difference", *DIFF_TINY)[0] == 0
+    assert run("train", "difference", *DIFF_TINY, *FEW_SCORED)[0] == 0
     code, out, err = run("test", "difference", *DIFF_TINY, "--no-self-att")
     assert code == 0, err
     assert "Encoder-decoder attention:" in out
@@ -707,7 +719,7 @@ def test_difference_without_self_attention_prints_no_self_attention(run):
 
 
 def test_self_attention_flag_selects_a_different_model(run):
-    assert run("train", "difference", *DIFF_TINY)[0] == 0
+    assert run("train", "difference", *DIFF_TINY, *FEW_SCORED)[0] == 0
     code, _, err = run("test", "difference", *DIFF_TINY, "--self-att")
     assert code == 1
     assert train_command_in(err) == ["attnprimer", "train", "difference", "--steps", "20",
@@ -725,14 +737,14 @@ def test_missing_model_command_carries_boolean_settings(run):
 
 
 def test_projections_without_self_attention_is_a_usage_error(run):
-    code, _, err = run("train", "difference", *DIFF_TINY, "--projections")
+    code, _, err = run("train", "difference", *DIFF_TINY, "--projections", *FEW_SCORED)
     assert code == 2
     assert_one_line_error(err)
     assert "projections needs self_att" in err
 
 
 def test_test_plot_with_self_attention_draws_both_heatmaps(run, tmp_path):
-    assert run("train", "difference", *DIFF_TINY, "--self-att")[0] == 0
+    assert run("train", "difference", *DIFF_TINY, "--self-att", *FEW_SCORED)[0] == 0
     path = tmp_path / "both.svg"
     code, _, err = run("test", "difference", *DIFF_TINY, "--self-att", "--plot", str(path))
     assert code == 0, err
@@ -765,7 +777,7 @@ def test_save_heatmap_passes_the_self_attention_on(monkeypatch, tmp_path):
 
 def test_signal_with_a_learned_encoding_prints_its_norms(run):
     argv = ["--steps", "20", "--hidden", "8", "--pos-enc", "learned"]
-    assert run("train", "signal", *argv)[0] == 0
+    assert run("train", "signal", *argv, *FEW_SCORED)[0] == 0
     code, out, err = run("test", "signal", *argv, "--input", "BCACABBAACB")
     assert code == 0, err
     assert re.search(r"^Target: +count=3 ", out, re.MULTILINE)
@@ -781,7 +793,7 @@ def test_signal_with_a_learned_encoding_prints_its_norms(run):
 @pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rotary"])
 def test_signal_without_a_learned_encoding_prints_no_norms(run, encoding):
     argv = ["--steps", "5", "--hidden", "8", "--pos-enc", encoding]
-    assert run("train", "signal", *argv)[0] == 0
+    assert run("train", "signal", *argv, *FEW_SCORED)[0] == 0
     code, out, err = run("test", "signal", *argv)
     assert code == 0, err
     assert "L2 norm" not in out
@@ -790,7 +802,7 @@ def test_signal_without_a_learned_encoding_prints_no_norms(run, encoding):
 def test_signal_rejects_an_unknown_encoding_and_a_short_input(run):
     code, _, err = run("train", "signal", "--pos-enc", "relative")
     assert code == 2 and "invalid choice" in err
-    assert run("train", "signal", "--steps", "5", "--hidden", "8")[0] == 0
+    assert run("train", "signal", "--steps", "5", "--hidden", "8", *FEW_SCORED)[0] == 0
     code, _, err = run("test", "signal", "--steps", "5", "--hidden", "8", "--input", "ABC")
     assert code == 2
     assert_one_line_error(err)
@@ -803,7 +815,7 @@ def test_signal_rejects_an_unknown_encoding_and_a_short_input(run):
 @pytest.mark.parametrize("decoder", ["vanilla", "peeky", "attention"])
 def test_reversal_trains_and_tests_every_decoder(run, tmp_path, decoder):
     argv = ["--steps", "3", "--hidden", "8", "--decoder", decoder]
-    assert run("train", "reversal", *argv)[0] == 0
+    assert run("train", "reversal", *argv, *FEW_SCORED)[0] == 0
     code, out, err = run("test", "reversal", *argv, "--input", "HEADBADGE",
                          "--plot", str(tmp_path / "h.png"))
     if decoder == "attention":
@@ -820,7 +832,7 @@ def test_reversal_trains_and_tests_every_decoder(run, tmp_path, decoder):
 
 def test_reversal_flags_select_score_and_direction(run):
     argv = ["--steps", "3", "--hidden", "8", "--score", "dot", "--bidirectional"]
-    assert run("train", "reversal", *argv)[0] == 0
+    assert run("train", "reversal", *argv, *FEW_SCORED)[0] == 0
     code, out, err = run("eval", "reversal", *argv, "--json", "--samples", "50")
     assert code == 0, err
     settings = json.loads(out)["settings"]
@@ -973,7 +985,7 @@ TRANSFORMER_TINY = ["--steps", "5", "--dim", "8", "--heads", "2", "--layers", "1
     ("decoder-only", ["decoder self 1.1", "decoder self 1.2"])])
 def test_a_transformer_trains_tests_and_evaluates(run, tmp_path, architecture, heads):
     argv = [*TRANSFORMER_TINY, "--architecture", architecture]
-    code, out, err = run("train", "reversal-transformer", *argv)
+    code, out, err = run("train", "reversal-transformer", *argv, *FEW_SCORED)
     assert code == 0, err
     plot = tmp_path / "heads.svg"
     code, out, err = run("test", "reversal-transformer", *argv, "--input", "cab",
@@ -993,7 +1005,7 @@ def test_a_transformer_trains_tests_and_evaluates(run, tmp_path, architecture, h
 
 
 def test_a_transformer_report_gives_each_query_a_row_of_percentages(run):
-    assert run("train", "reversal-transformer", *TRANSFORMER_TINY)[0] == 0
+    assert run("train", "reversal-transformer", *TRANSFORMER_TINY, *FEW_SCORED)[0] == 0
     code, out, _ = run("test", "reversal-transformer", *TRANSFORMER_TINY, "--input", "ABCD")
     assert code == 0
     # Encoder self-attention, side by side for the two heads: 4 letters over 4 letters
@@ -1019,7 +1031,7 @@ def test_the_plot_of_a_transformer_is_every_head(monkeypatch, tmp_path):
 
     monkeypatch.setattr(figures, "plot_heads", spy)
     argv = [*TRANSFORMER_TINY, "--architecture", "decoder-only"]
-    assert main(["train", "reversal-transformer", *argv]) == 0
+    assert main(["train", "reversal-transformer", *argv, *FEW_SCORED]) == 0
     assert main(["test", "reversal-transformer", *argv, "--input", "AB",
                  "--plot", str(tmp_path / "h.png")]) == 0
     assert sorted(drawn) == ["decoder self 1.1", "decoder self 1.2"]
@@ -1031,7 +1043,7 @@ def test_the_copy_reverse_model_takes_inputs_longer_than_its_training(run, schem
     """``--pos-enc`` picks the scheme; an input longer than ``--max-len`` is tested whole, and
     the heads' columns start with the start token ``^``."""
     argv = [*TRANSFORMER_TINY, "--max-len", "4", "--pos-enc", scheme, "--operation", "copy"]
-    code, out, err = run("train", "copy-reverse", *argv)
+    code, out, err = run("train", "copy-reverse", *argv, *FEW_SCORED)
     assert code == 0, err
     code, out, err = run("test", "copy-reverse", *argv, "--input", "abcdefg")
     assert code == 0, err

@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     tasks, subs = _task_commands(commands, "train", "train a task's model (and cache it)")
     for sub in subs:
         sub.add_argument("--checkpoint", type=Path, help="also save the trained model to this file")
+        sub.add_argument("--samples", type=_positive_int, default=10_000,
+                         help="held-out sequences to score once trained (default: 10000)")
         sub.set_defaults(handler=_train)
     every = tasks.add_parser("all", help="train (or load from the cache) every model the site uses")
     every.set_defaults(handler=_train_site_models)
@@ -264,7 +266,7 @@ def _train(args: argparse.Namespace) -> int:
         saved.append(save_checkpoint(trained, cached))
         if args.checkpoint is not None:
             saved.append(save_checkpoint(trained, args.checkpoint))
-        result = evaluate(trained)
+        result = evaluate(trained, samples=args.samples)
     except KeyboardInterrupt:
         kept = "saved to " + " and ".join(map(str, saved)) if saved else "nothing was saved"
         raise Interrupted(f"interrupted {stage} {task.name}; {kept}") from None
