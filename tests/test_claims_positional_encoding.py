@@ -8,15 +8,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.analysis import accuracy_by_length, signal_attention
-from attnprimer.cache import cached_evaluation
+from attnprimer.analysis import cached_accuracy_by_length
+from attnprimer.cache import cached_evaluation, cached_result
 from attnprimer.experiments import positional_encoding as experiments
+from attnprimer.figures.positional_encoding import LENGTHS
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_VARIANTS, site_model,
                                     site_seeds)
 from attnprimer.tasks import CountingTask, SignalTask
 from attnprimer.tasks.signal import multiset_bound
-from attnprimer.train import TrainConfig, held_out_generator, predict
+from attnprimer.train import TrainConfig
 
 TARGET = 0.99
 ENCODED = [encoding for encoding in POSITIONAL_ENCODINGS if encoding != "none"]
@@ -76,7 +77,7 @@ def test_positions_never_seen_keep_a_zero_learned_vector(models):
 
 @pytest.fixture(scope="module")
 def where(models):
-    return {encoding: [signal_attention(trained) for trained in trained_models]
+    return {encoding: [experiments.cached_signal_attention(trained) for trained in trained_models]
             for encoding, trained_models in models.items()}
 
 
@@ -117,11 +118,9 @@ def test_without_an_encoding_the_output_reads_almost_evenly(where, models):
 def test_remaining_errors_are_mostly_the_rare_large_counts(models, encoding):
     large = total = 0
     for trained in models[encoding]:
-        batch = trained.task.sample(10_000, held_out_generator())
-        _, predictions = predict(trained.model, batch.inputs)
-        wrong = predictions[:, 0] != batch.targets[:, 0]
+        wrong, _ = experiments.cached_errors_by_count(trained)  # by true count, 10,000 held out
         total += int(wrong.sum())
-        large += int((wrong & (batch.targets[:, 0] >= 8)).sum())
+        large += int(wrong[8:].sum())
     assert large > total / 2, (large, total)
 
 
@@ -133,7 +132,8 @@ def test_every_model_is_good_at_its_training_length_only(site_models, group):
         trained_models = [site_models(site_model("signal", pos_enc=group, seed=seed))
                           for seed in SEEDS]
     for trained in trained_models:
-        at_ten, at_twenty = accuracy_by_length(trained, [10, 20])
+        curve = cached_accuracy_by_length(trained, LENGTHS)  # the page's figure
+        at_ten, at_twenty = curve[LENGTHS.index(10)], curve[LENGTHS.index(20)]
         assert at_ten >= 0.99
         assert at_twenty < 0.5
 
@@ -169,7 +169,7 @@ def test_each_learned_seed_reads_the_signal_of_two_letters_and_far_less_of_the_t
     even = 1 / models["learned"][0].task.length
     neglected = set()
     for trained in models["learned"]:
-        weights = experiments.signal_weight_by_letter(trained)
+        weights = experiments.cached_signal_weight_by_letter(trained)
         ordered = sorted(weights.values())
         assert ordered[1] > 4 * even, weights  # two letters: several times an even share
         assert ordered[0] < ordered[1] / 2, weights  # the third: less than half as much
@@ -179,24 +179,21 @@ def test_each_learned_seed_reads_the_signal_of_two_letters_and_far_less_of_the_t
 
 def test_the_neglected_letter_is_still_counted_right(models):
     for trained in models["learned"]:
-        weights = experiments.signal_weight_by_letter(trained)
-        letter = trained.task.alphabet.index(min(weights, key=weights.get))
-        batch = trained.task.sample(10_000, held_out_generator())
-        _, predictions = predict(trained.model, batch.inputs)
-        mine = batch.inputs[:, 0] == letter
-        assert (predictions[mine, 0] == batch.targets[mine, 0]).float().mean() >= 0.99
+        weights = experiments.cached_signal_weight_by_letter(trained)
+        accuracy = cached_result(experiments.accuracy_by_signal_letter, trained)
+        assert accuracy[min(weights, key=weights.get)] >= 0.99, (weights, accuracy)
 
 
 def test_the_sinusoidal_seeds_do_not_share_that_pattern(models):
     even = 1 / models["sinusoidal"][0].task.length
-    lowest = [min(experiments.signal_weight_by_letter(trained).values())
+    lowest = [min(experiments.cached_signal_weight_by_letter(trained).values())
               for trained in models["sinusoidal"]]
     assert max(lowest) > 3 * even and min(lowest) < 1.5 * even, lowest
 
 
 def test_the_pages_example_has_the_letter_seed_0_neglects(models):
     trained = models["learned"][0]
-    weights = experiments.signal_weight_by_letter(trained)
+    weights = experiments.cached_signal_weight_by_letter(trained)
     assert min(weights, key=weights.get) == "B"  # the example's signal (BCACABBAACB)
 
 

@@ -14,10 +14,10 @@ from attnprimer.cost import (
     SDPA_VARIANTS,
     measure_attention_cost,
     measure_in_fresh_process,
-    measure_sdpa_in_fresh_process,
     sdpa_kernel_name,
 )
 from attnprimer.dot_product import scaled_dot_product_attention
+from attnprimer.experiments.self_attention import cached_sdpa_points
 from attnprimer.masks import causal_mask
 
 LINUX = sys.platform.startswith("linux")
@@ -97,8 +97,9 @@ def test_the_sdpa_variants_compute_the_same_context_as_ours():
 @pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
 def test_what_the_fused_call_holds_depends_on_its_backend_and_its_mask():
     # The self-attention page's SDPA table: flash kernel by default, math backend materialises
-    # the matrix, a dense bool mask costs O(L^2) memory, is_causal=True does not.
-    points = measure_sdpa_in_fresh_process(lengths=(1024, 2048))
+    # the matrix, a dense bool mask costs O(L^2) memory, is_causal=True does not. The page's
+    # own measurement (in a fresh process, lengths 512 to 2,048), read from the cache.
+    points = cached_sdpa_points()
     peaks = {(point.variant, point.length): point.peak_bytes for point in points}
     kernels = {point.variant: point.kernel for point in points}
     assert "flash" in kernels["default, no mask"]

@@ -6,7 +6,9 @@
   model's accuracy at each true count, on held-out inputs drawn *given* the count, so the rare
   large counts are measured as well as the common ones; and the largest count it ever answers;
 * [`signal_weight_by_letter`][attnprimer.experiments.positional_encoding.signal_weight_by_letter]:
-  the output step's weight on the signal position, by which letter the signal is;
+  the output step's weight on the signal position, by which letter the signal is, and
+  [`accuracy_by_signal_letter`][attnprimer.experiments.positional_encoding.accuracy_by_signal_letter]
+  the accuracy, split the same way;
 * [`counting_lengths`][attnprimer.experiments.positional_encoding.counting_lengths]: the
   counting models (one length or mixed lengths, with or without a start token) at lengths
   from 2 to 40;
@@ -27,18 +29,23 @@ from typing import Any
 
 import torch
 
-from attnprimer.analysis import cached_accuracy_by_length
+from attnprimer.analysis import cached_accuracy_by_length, errors_by_count, signal_attention
 from attnprimer.cache import cached_result
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.positional import POSITIONAL_ENCODINGS, sinusoidal_encoding
 from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, SIGNAL_VARIANTS, site_seeds
-from attnprimer.train import TrainedModel, held_out_generator, predict, single_thread
+from attnprimer.train import (HELD_OUT_SEED, TrainedModel, held_out_generator, predict,
+                              single_thread)
 
 __all__ = [
     "COUNTING_LENGTHS",
     "SIGNAL_GROUPS",
     "accuracy_by_count",
+    "accuracy_by_signal_letter",
     "cached_accuracy_by_count",
+    "cached_errors_by_count",
+    "cached_signal_attention",
+    "cached_signal_weight_by_letter",
     "counting_lengths",
     "counts_or_length",
     "counts_or_length_by_variant",
@@ -136,6 +143,39 @@ def signal_weight_by_letter(trained: TrainedModel, samples: int = 5000,
         weights = trained.model(inputs).attention["encoder-decoder"][:, 0, 0]  # (B,)
     alphabet = trained.task.alphabet
     return {alphabet[letter]: weights[inputs[:, 0] == letter].mean().item()
+            for letter in range(1, trained.task.vocab_size + 1)}
+
+
+def cached_signal_weight_by_letter(trained: TrainedModel) -> dict[str, float]:
+    """The weights by signal letter, computed once per model (the page's table and the claims
+    tests read them): see
+    [`signal_weight_by_letter`][attnprimer.experiments.positional_encoding.signal_weight_by_letter]."""
+    return cached_result(signal_weight_by_letter, trained)
+
+
+def cached_signal_attention(trained: TrainedModel) -> dict[str, float]:
+    """[`signal_attention`][attnprimer.analysis.signal_attention], computed once per model."""
+    return cached_result(signal_attention, trained)
+
+
+def cached_errors_by_count(trained: TrainedModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """[`errors_by_count`][attnprimer.analysis.errors_by_count] on 10,000 held-out
+    sequences, computed once per model: ``(wrong, seen)`` by true count."""
+    return cached_result(errors_by_count, trained,
+                         encode=lambda result: [counts.tolist() for counts in result],
+                         decode=lambda data: tuple(torch.tensor(counts) for counts in data))
+
+
+@torch.no_grad()
+def accuracy_by_signal_letter(trained: TrainedModel, samples: int = 10_000,
+                              seed: int = HELD_OUT_SEED) -> dict[str, float]:
+    """A signal model's held-out accuracy, split by which letter the signal is."""
+    batch = trained.task.sample(samples, held_out_generator(seed))
+    with single_thread():
+        _, predictions = predict(trained.model, batch.inputs)  # (B, 1)
+    right = predictions[:, 0] == batch.targets[:, 0]  # (B,)
+    alphabet = trained.task.alphabet
+    return {alphabet[letter]: right[batch.inputs[:, 0] == letter].float().mean().item()
             for letter in range(1, trained.task.vocab_size + 1)}
 
 

@@ -9,7 +9,10 @@
   probes and by two interventions (exactly even weights; a layer norm that no longer divides by
   each state's own length);
 * [`multihead_shapes`][attnprimer.experiments.self_attention.multihead_shapes]: the shapes
-  inside [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention], by running it.
+  inside [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention], by running it;
+* [`cached_sdpa_points`][attnprimer.experiments.self_attention.cached_sdpa_points]: what
+  PyTorch's fused attention runs and holds on this machine, measured once per version of the
+  measuring code.
 
 Shape legend: B batch, S input length, T output steps, D hidden size.
 """
@@ -21,6 +24,7 @@ from torch.nn import functional as F
 
 from attnprimer.analysis import linear_probe, mean_self_attention
 from attnprimer.cache import cached_evaluation, cached_result
+from attnprimer.cost import SdpaPoint, measure_sdpa_in_fresh_process
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.multihead import MultiHeadAttention, split_heads
@@ -34,6 +38,7 @@ __all__ = [
     "SHORT_NAMES",
     "broadcast_step",
     "cached_readout",
+    "cached_sdpa_points",
     "difference_models",
     "difference_step_readout",
     "mean_first_reaching",
@@ -203,3 +208,13 @@ def multihead_shapes(batch: int = 2, length: int = 5, memory_length: int = 7, di
         ("merge_heads, then W_o", "output", output),
     ]
     return [(note, name, tuple(tensor.shape)) for note, name, tensor in rows]
+
+
+def cached_sdpa_points() -> list[SdpaPoint]:
+    """[`measure_sdpa_in_fresh_process`][attnprimer.cost.measure_sdpa_in_fresh_process] at its
+    default lengths, measured once per version of the measuring code (and what it imports) and
+    kept in the cache: the page's table and its test read the same kernels and peaks. Memory
+    and kernel names only, no times, so what else the machine runs does not change them."""
+    return cached_result(measure_sdpa_in_fresh_process, None,
+                         encode=lambda points: [list(point) for point in points],
+                         decode=lambda data: [SdpaPoint(*point) for point in data])

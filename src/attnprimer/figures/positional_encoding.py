@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import cached_accuracy_by_length, signal_attention
+from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.experiments.positional_encoding import SIGNAL_GROUPS, signal_group
@@ -193,7 +193,7 @@ def signal_letters() -> str:
     rows = []
     for encoding in ("learned", "sinusoidal"):
         for seed, trained in zip(SEEDS, signal_group(encoding), strict=True):
-            weights = experiments.signal_weight_by_letter(trained)
+            weights = experiments.cached_signal_weight_by_letter(trained)
             rows.append([encoding, seed, *(f"{weight:.2f}" for weight in weights.values())])
     return markdown_table(
         ["encoding", "seed", *(f"signal {letter}" for letter in weights)], rows,
@@ -205,7 +205,7 @@ def signal_letters() -> str:
 def signal_where() -> str:
     rows, kinds = [], []
     for name in SIGNAL_GROUPS:
-        results = [signal_attention(trained) for trained in signal_group(name)]
+        results = [experiments.cached_signal_attention(trained) for trained in signal_group(name)]
         kinds = list(results[0])
         rows.append([name, *("/".join(f"{result[kind]:.2f}" for result in results)
                              for kind in kinds)])

@@ -17,11 +17,11 @@ from matplotlib.figure import Figure
 from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_profile,
                                  encoder_weight_by_token, mean_self_attention)
 from attnprimer.cache import cached_evaluation
-from attnprimer.cost import CostPoint, measure_in_fresh_process, measure_sdpa_in_fresh_process
+from attnprimer.cost import CostPoint, measure_in_fresh_process
 from attnprimer.experiments.self_attention import (BROADCAST, READOUT_CONDITIONS, broadcast_step,
-                                                   cached_readout, difference_models,
-                                                   mean_first_reaching, projection_sweep_models,
-                                                   self_attention_models, sweep_runs)
+                                                   cached_readout, cached_sdpa_points, sweep_runs,
+                                                   difference_models, mean_first_reaching,
+                                                   projection_sweep_models, self_attention_models)
 from attnprimer.experiments.self_attention import multihead_shapes as shapes_of_multihead
 from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
                                            plot_causal_demo)
@@ -295,7 +295,7 @@ KERNEL_PREFIX = "aten::_scaled_dot_product_"
 @recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
         alone=True)
 def sdpa_table() -> str:
-    variants, lengths, by = _grid(measure_sdpa_in_fresh_process())
+    variants, lengths, by = _grid(cached_sdpa_points())
     rows = [[f"`{variant}`" if "=" in variant else variant,
              f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
              *(_mib(by[variant, length].peak_bytes) for length in lengths)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from attnprimer.cache import cached_result
 from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.experiments.transformer_training import (first_gradient_norms, initial_model,
                                                          position_spread)
@@ -55,15 +56,26 @@ def no_residual_runs() -> list[TrainedModel]:
 
 
 def gradient_norms(variant: str, layers: int) -> dict[str, np.ndarray]:
-    """Block name -> gradient norm at the first step, one per seed (untrained models)."""
+    """Block name -> gradient norm at the first step, one per seed (untrained models);
+    computed once per version of the code, for the page and its claims tests."""
+    runs = cached_result(_gradient_norms, None, variant=variant, layers=layers)
+    return {block: np.array(norms) for block, norms in runs.items()}
+
+
+def _gradient_norms(variant: str, layers: int) -> dict[str, list[float]]:
     task = ReversalTransformerTask(**VARIANTS[variant], layers=layers)
     runs = [first_gradient_norms(task, TrainConfig(steps=STEPS, lr=CHAPTER_LR, seed=seed))
             for seed in SEEDS]
-    return {block: np.array([run[block] for run in runs]) for block in runs[0]}
+    return {block: [run[block] for run in runs] for block in runs[0]}
 
 
 def spreads(variant: str, layers: int = 2, samples: int = 500) -> list[float]:
-    """Position spread of the encoder's output at initialisation, one per seed."""
+    """Position spread of the encoder's output at initialisation, one per seed; computed once
+    per version of the code."""
+    return cached_result(_spreads, None, variant=variant, layers=layers, samples=samples)
+
+
+def _spreads(variant: str, layers: int, samples: int) -> list[float]:
     task = ReversalTransformerTask(**VARIANTS[variant], layers=layers)
     inputs = task.sample(samples, held_out_generator(0)).inputs  # (B, S)
     return [position_spread(initial_model(task, TrainConfig(seed=seed)), inputs)
