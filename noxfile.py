@@ -107,14 +107,28 @@ def train(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Print the time and peak memory of attention against the sequence length on this machine
     (forward only; then forward and backward, materialised, tiled and fused, the numbers of the
-    chapter "Attention at scale"), greedy decoding with and without a key/value cache, and how
-    long each of the site's models took to train."""
+    chapter "Attention at scale"), greedy decoding with and without a key/value cache, the
+    softmax over short rows with and without padding, and how long each of the site's models
+    took to train."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
     session.run("python", "-m", "attnprimer.cost_at_scale")
     session.run("python", "-m", "attnprimer.experiments.kv_cache")
+    session.run("python", "-c", SHORT_ROWS)
     session.run("python", "-c", TRAINING_TIMES)
 
+
+SHORT_ROWS = """
+import timeit, torch
+from attnprimer.attention import softmax_over_keys
+torch.set_num_threads(1)
+print("softmax of 4,000 rows, one thread: torch.softmax, then softmax_over_keys (microseconds)")
+for keys in (4, 8, 10, 15, 16, 24, 32):
+    scores = torch.randn(4000, keys)
+    times = [min(timeit.repeat(lambda: softmax(scores), number=100, repeat=5)) * 1e4
+             for softmax in (lambda s: torch.softmax(s, dim=-1), softmax_over_keys)]
+    print(f"{keys:>3} keys {times[0]:8.0f} {times[1]:8.0f}")
+"""
 
 TRAINING_TIMES = """
 from attnprimer.cache import get_trained, train_missing

@@ -1,4 +1,4 @@
-"""Tests for attnprimer.attention: masked_softmax and attend."""
+"""Tests for attnprimer.attention: masked_softmax, softmax_over_keys and attend."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnprimer import attend, causal_mask, masked_softmax
+from attnprimer.attention import SHORT_ROW, softmax_over_keys
 
 PROPERTY_SETTINGS = settings(deadline=None, max_examples=60, database=None)
 
@@ -31,6 +32,31 @@ def _reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch
         for j, e in exps.items():
             flat_weights[row, j] = e / total
     return weights
+
+
+# --- softmax_over_keys -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keys", [1, 2, 7, 10, 11, SHORT_ROW - 1, SHORT_ROW, SHORT_ROW + 5, 40])
+def test_softmax_over_keys_is_torch_softmax_with_its_gradient(keys, float_dtype, float_tol,
+                                                               generator):
+    scores = (3 * torch.randn(4, 5, keys, generator=generator, dtype=float_dtype)).requires_grad_()
+    upstream = torch.randn(4, 5, keys, generator=generator, dtype=float_dtype)
+    weights = softmax_over_keys(scores)
+    (gradient,) = torch.autograd.grad(weights, scores, upstream)
+    expected = torch.softmax(scores, dim=-1)
+    (expected_gradient,) = torch.autograd.grad(expected, scores, upstream)
+    assert weights.shape == expected.shape
+    torch.testing.assert_close(weights, expected, **float_tol)
+    torch.testing.assert_close(gradient, expected_gradient, **float_tol)
+
+
+def test_softmax_over_keys_keeps_torch_softmax_behaviour_at_the_edges():
+    scores = torch.tensor([[float("-inf"), 0.0, float("-inf")], [float("-inf")] * 3])
+    weights = softmax_over_keys(scores)
+    assert weights[0].tolist() == [0.0, 1.0, 0.0]  # a masked key weighs exactly nothing
+    assert weights[1].isnan().all() and torch.softmax(scores, -1)[1].isnan().all()
+    assert softmax_over_keys(torch.zeros(3, 0)).shape == (3, 0)  # no keys at all
 
 
 # --- masked_softmax ----------------------------------------------------------------------------
