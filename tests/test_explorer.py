@@ -353,13 +353,14 @@ def test_claim_a_forced_step_mostly_writes_the_letter_it_was_given(models, site_
         assert own > n * n / 2 and own > left, (trained.config.seed, own, left)
 
 
-def test_claim_only_attention_reverses_twelve_letters_and_twenty_is_too_many(models,
-                                                                             site_models):
-    """On twelve letters the page's vanilla and peeky decoders fail and every seed of the
-    attention recipe writes the reversal; another seed of each one-vector recipe also does. At
-    twenty, every attention seed writes eleven or twelve letters, begun and ended right.
-    ("The last twelve letters" was one model's output: a retraining with other rounding alone
-    wrote DCAHGFEDCBA.)"""
+def test_claim_past_ten_letters_one_input_is_a_coin_toss(models, site_models):
+    """On twelve letters the page's vanilla and peeky decoders fail, and some seed of each of the
+    three recipes writes the reversal; over held-out inputs of 11 to 20 letters the additive model
+    is right several times as often as the vanilla one in every seed, and wrong on most; at twenty
+    letters no seed of the four recipes writes it. (Earlier wordings, "every attention seed
+    reverses twelve letters" and "at twenty it writes eleven or twelve letters, begun DC", each
+    held on one build machine's models and failed on another's: rounding alone moved them.)"""
+    from attnprimer.experiments.rnn_recap import decoder_curves, decoder_models
     from attnprimer.interventions import reversal_forced
     from attnprimer.site_models import REVERSAL_DECODERS, site_seeds
 
@@ -370,17 +371,20 @@ def test_claim_only_attention_reverses_twelve_letters_and_twenty_is_too_many(mod
     twelve, twenty = "ABCDEFGHABCD", "ABCDEFGHABCDEFGHABCD"
     for decoder in ("vanilla", "peeky"):
         assert written(models[f"reversal/{decoder}"], twelve) != twelve[::-1] + "."
-        seeds = [site_models(model)
-                 for model in site_seeds("reversal", **REVERSAL_DECODERS[decoder])]
-        assert any(written(trained, twelve) == twelve[::-1] + "." for trained in seeds), decoder
-    seeds = [site_models(model)
-             for model in site_seeds("reversal", **REVERSAL_DECODERS["attention (additive)"])]
-    assert seeds[0].config == models["reversal/attention"].config  # the page's model
-    for trained in seeds:
-        assert written(trained, twelve) == twelve[::-1] + "."
-        output = written(trained, twenty)
-        assert 11 <= len(output) - 1 <= 12, output
-        assert output.startswith("DC") and output.endswith("GFEDCBA."), output
+    for decoder in ("vanilla", "peeky", "attention (additive)", "attention (dot)"):
+        seeds = [site_models(model) for model in site_seeds("reversal",
+                                                            **REVERSAL_DECODERS[decoder])]
+        outputs = [written(trained, twelve) for trained in seeds]
+        if decoder != "attention (dot)":
+            assert twelve[::-1] + "." in outputs, (decoder, outputs)
+        assert all(written(trained, twenty) != twenty[::-1] + "." for trained in seeds), decoder
+    for seeds in decoder_models().values():
+        for model in seeds:
+            site_models(model)
+    curves, beyond = decoder_curves(), range(11, 21)
+    additive = curves.over("attention (additive)", beyond)
+    assert additive.min() > 3 * curves.over("vanilla", beyond).max()
+    assert additive.max() < 0.5
 
 
 def test_claim_five_of_the_transformers_heads_each_change_the_example(models):
