@@ -100,3 +100,11 @@ def test_the_catalogue_imports_no_plotting_library():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_readme_counts_the_catalogue():
+    # The README tells a new reader how long the first build trains, from this count.
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"trains {len(SITE_MODELS)} of them" in readme
