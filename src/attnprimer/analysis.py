@@ -32,8 +32,8 @@ from torch.nn import functional as F
 
 from attnprimer.cache import cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.train import (HELD_OUT_SEED, TrainedModel, held_out_generator, predict,
-                              single_thread)
+from attnprimer.train import (HELD_OUT_SEED, TrainedModel, _exact_match, held_out_generator,
+                              predict, single_thread)
 
 __all__ = [
     "Probe",
@@ -333,7 +333,10 @@ def accuracy_by_length(
 
     The task is rebuilt at each length ([`Task.at_length`][attnprimer.tasks.Task.at_length]);
     the model and its classes stay as trained, so a count the model has no
-    class for is simply wrong.
+    class for is simply wrong. The exact match of greedy decoding, which a teacher-forced
+    model gives in one pass fed the right outputs, as training scores it (a sequence is wholly
+    right greedily exactly when every teacher-forced guess is; ``tests/test_train_monitor.py``
+    checks the two agree on the site's models).
 
     Examples:
         >>> from attnprimer.tasks import CountingTask
@@ -346,9 +349,7 @@ def accuracy_by_length(
     for length in lengths:
         task = trained.task.at_length(length)
         batch = task.sample(samples, held_out_generator(seed))
-        _, predictions = predict(trained.model, batch.inputs)  # (B, T)
-        correct = task.correct(predictions, batch.targets)  # (B, T)
-        scores.append(correct.all(dim=1).float().mean().item())
+        scores.append(_exact_match(task, trained.model, batch))  # one pass if teacher-forced
     return scores
 
 
