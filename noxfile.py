@@ -56,7 +56,9 @@ def tests(session: nox.Session) -> None:
     """Run the test suite and the doctests of src/, one worker per core (extra pytest
     arguments pass through; ``-- -n 0`` runs it in one process)."""
     install(session, "tests")
-    session.run("pytest", "-n", "auto", *session.posargs, env=BYTECODE)
+    # worksteal: a worker that runs out takes tests from the other's queue, so the slow
+    # fresh-process tests do not leave one worker busy while the other waits
+    session.run("pytest", "-n", "auto", "--dist", "worksteal", *session.posargs, env=BYTECODE)
 
 
 def _prepare_math(session: nox.Session) -> None:
