@@ -21,18 +21,12 @@ NARROW = "32 floats, 3,600 steps"
 
 
 @pytest.fixture(scope="module")
-def decoders(site_models):
-    for seeds in decoder_models().values():
-        for model in seeds:
-            site_models(model)  # trained (by the fixture) if the cache lacks it
+def decoders(site_models):  # the fixture has trained every site model the cache lacked
     return decoder_curves()
 
 
 @pytest.fixture(scope="module")
 def vanilla(site_models):
-    for seeds in bottleneck_models().values():
-        for model in seeds:
-            site_models(model)
     return bottleneck_curves()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,7 +105,5 @@ def test_the_catalogue_imports_no_plotting_library():
 
 def test_the_readme_counts_the_catalogue():
     # The README tells a new reader how long the first build trains, from this count.
-    from pathlib import Path
-
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     assert f"trains {len(SITE_MODELS)} of them" in readme
