@@ -7,6 +7,7 @@ names the sentence of the chapter it checks.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -23,7 +24,7 @@ from attnprimer.experiments.self_attention import (broadcast_step, cached_readou
 from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS,
                                     SEEDS, site_model)
 from attnprimer.tasks import DifferenceTask
-from attnprimer.train import TrainConfig, held_out_generator, predict_one
+from attnprimer.train import TrainConfig, held_out_generator, predict, predict_one
 
 TARGET = 0.995
 PLAIN, SELF, PROJECTED = DIFFERENCE_VARIANTS  # the chapter's three variants, in its order
@@ -51,7 +52,7 @@ def test_the_variants_are_the_default_recipe_with_three_seeds(models):
     assert DIFFERENCE_VARIANTS[SELF] == {"self_att": True}  # the issue's target model
 
 
-# --- "Self-attention helps. But it is not needed. More parameters did not help." -------------
+# --- "Self-attention helps. But it is not needed. Learned projections did not help." --------
 
 
 def test_every_self_attention_seed_reaches_the_target(exact):
@@ -77,7 +78,7 @@ def test_learned_projections_are_worse_on_average_and_miss_the_target_at_least_o
     assert min(exact[PROJECTED]) < TARGET
 
 
-# --- "More parameters did not help, at any of the three learning rates tried" ----------------
+# --- "Learned projections did not help, at any of the three learning rates tried" ------------
 
 
 @pytest.fixture(scope="module")
@@ -164,9 +165,10 @@ def test_no_linear_classifier_reads_the_difference_from_the_counts_or_the_averag
 
 
 def test_after_the_layer_norm_a_linear_probe_reads_it(readouts):
-    for result in readouts:
+    for result in readouts:  # "a probe reads it as well as the model does": within a point
         assert result["linear_state"] > 0.98
         assert result["as_trained"] > 0.99
+        assert abs(result["linear_state"] - result["as_trained"]) < 0.01
 
 
 def test_exactly_even_weights_leave_the_model_mostly_right(readouts):
@@ -196,6 +198,20 @@ def test_on_the_example_the_self_attention_models_are_right_and_read_the_b_step(
 
 
 # --- "What is learned and what is built in" ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_at_initialisation_the_states_are_identical_and_self_attention_uniform(seed):
+    # "at initialisation all four steps read the same uniform average, their states are
+    # identical, and every self-attention row is uniform"
+    from attnprimer.train import seed_everything
+
+    task = DifferenceTask(**DIFFERENCE_VARIANTS["self-attention"])
+    seed_everything(seed)
+    model = task.build_model()
+    output, _ = predict(model, task.sample(100, held_out_generator()).inputs)
+    weights = output.attention["self"]  # (B, T, T)
+    assert torch.allclose(weights, torch.full_like(weights, 1 / weights.shape[-1]))
 
 
 @pytest.mark.parametrize("seed_index", range(len(SEEDS)))
@@ -303,6 +319,18 @@ def test_without_the_smaller_count_it_is_still_mostly_right(interventions):
 def test_reading_the_smaller_count_instead_it_is_never_right(interventions):
     for results in interventions[SELF]:
         assert results["swap the A and B weights"] < 0.01
+
+
+def test_blocking_step_c_costs_about_as_much_as_blocking_the_smaller_count(interventions):
+    # "step C gets little of the weight, yet blocking it costs as much as blocking the smaller
+    # count, in some seeds more"; "blocking the smaller count, or step C, leaves it right at
+    # least four times in five"
+    results = interventions[SELF]
+    other = np.array([result["block the other letters"] for result in results])
+    smaller = np.array([result["block the smaller count"] for result in results])
+    assert other.min() > 0.8
+    assert abs(other.mean() - smaller.mean()) < 0.05
+    assert (other < smaller).any()
 
 
 def test_blocking_itself_costs_at_most_a_few_points(interventions):
