@@ -136,6 +136,7 @@ def test_every_model_is_good_at_its_training_length_only(site_models, group):
         at_ten, at_twenty = curve[LENGTHS.index(10)], curve[LENGTHS.index(20)]
         assert at_ten >= 0.99
         assert at_twenty < 0.5
+        assert curve[LENGTHS.index(5)] < 0.5  # "wrong on most inputs at 5 and at 20"
 
 
 # --- the large counts ------------------------------------------------------------------------
@@ -153,6 +154,13 @@ def test_absolute_encodings_never_answer_nine_or_ten(by_count, encoding):
         assert max(result["largest"]) <= 8
         assert result["accuracy"][9] == result["accuracy"][10] == 0
         assert min(result["accuracy"][:8]) >= 0.95  # every count up to 7: nearly always right
+
+
+@pytest.mark.parametrize("encoding", ["learned", "sinusoidal"])
+def test_with_w_q_and_w_k_the_absolute_encodings_stop_at_8_or_earlier(by_count, encoding):
+    # "The models with W_q and W_k stop at 8 or earlier too."
+    for result in by_count[f"{encoding}, with W_q, W_k"]:
+        assert max(result["largest"]) <= 8
 
 
 def test_rotary_models_never_get_eight_or_more_right(by_count):
@@ -236,9 +244,10 @@ def test_a_start_token_at_one_length_counts_from_5_to_10_and_below_in_some_seed(
     for run in runs:
         assert min(score for length, score in run.items() if 5 <= length <= 10) >= 0.99, run
         assert run[40] < 0.5, run
-    # at 2 and 3 tokens, never seen, at least one seed is right; whether every seed is changed
-    # with floating-point rounding alone (retrained, two seeds missed many inputs at 2 tokens)
+    # at 2 and 3 tokens, never seen, at least one seed is right, "but not every seed": on every
+    # set of models so far at least one missed many (retrained with other rounding, two did)
     assert max(min(run[2], run[3]) for run in runs) >= 0.99, runs
+    assert min(min(run[2], run[3]) for run in runs) < 0.9, runs
 
 
 def test_a_start_token_and_mixed_lengths_count_from_2_to_15_and_nearly_to_20(counting_lengths):
@@ -257,7 +266,7 @@ def test_a_start_token_and_mixed_lengths_count_from_2_to_15_and_nearly_to_20(cou
 def test_a_balanced_loss_breaks_the_ceiling_but_costs_the_common_counts(by_count, exact):
     for result in by_count["learned, balanced loss"]:
         assert max(result["largest"]) >= 9
-        assert result["accuracy"][9] >= 0.3
+        assert result["accuracy"][9] >= 0.3  # "at least 30 % of the nines"
     # "at least one seed answers 10 and gets some tens right": most tens was one draw (0.68 of
     # them on the first models, 0.33 in a retraining with other rounding)
     assert any(max(result["largest"]) == 10 and result["accuracy"][10] >= 0.2
@@ -322,6 +331,7 @@ def test_one_length_with_a_start_token_fails_for_both(counts_or_length):
     # least one seed keeps nearly all; by 40 tokens at least one seed gets most of them wrong,
     # and the seeds lie far apart (how far, and which seed, changes from one run to the next)
     assert max(result["padded"][25] for result in results) >= 0.95
+    assert min(result["padded"][25] for result in results) < 0.5  # "another gets most wrong"
     padded = sorted(result["padded"][40] for result in results)
     assert padded[0] < 0.5 and padded[-1] - padded[0] > 0.25, padded
 
