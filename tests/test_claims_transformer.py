@@ -105,10 +105,11 @@ def test_teacher_forced_they_misread_even_positions_seen_in_training(models, nam
         assert min(cached_copies_by_position(trained, BEYOND)["position"]) > 0.35
 
 
-def test_the_decoder_only_model_is_near_chance_beyond_position_nine(models):
+def test_the_decoder_only_model_is_below_chance_from_position_nine(models):
+    # "below chance from position 9 on, in every seed"
     for trained in models["Transformer (decoder-only)"]:
         positions = cached_copies_by_position(trained, BEYOND)["position"]
-        assert max(positions[10:]) < 0.2  # chance: 1 in 8
+        assert max(positions[9:]) < 1 / 8  # chance: 1 in 8
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))
@@ -263,14 +264,13 @@ def test_in_the_encoder_decoder_the_least_copying_heads_cost_more_than_the_most_
 
 
 def test_in_the_decoder_only_model_both_pairs_of_heads_are_costly(heads):
-    """The page: each pair off leaves at most about a quarter of the inputs right, every seed;
-    which pair costs more is not claimed. In seed 0 the two first-block heads with the least
-    weight on the copied letter are within half a point of each other, so which pair is "the
-    two lowest" depends on the run: on the first build machine and on the site's models the
-    two lowest cost more (0 % against 7 % here), in the retraining with AVX2 kernels the
-    other pair was picked and the order flipped (21 % against 7 %)."""
+    """The page: each pair off leaves at most about a quarter of the inputs right, every seed,
+    "and which pair costs more differs from seed to seed"."""
     for groups in heads[DECODER_ONLY]["groups"]:
         assert max(groups["2 lowest copy"], groups["2 highest copy"]) <= 0.3
+    lowest_costs_more = {groups["2 lowest copy"] < groups["2 highest copy"]
+                         for groups in heads[DECODER_ONLY]["groups"]}
+    assert lowest_costs_more == {True, False}
 
 
 def test_without_the_two_strongest_copy_heads_under_half_right(heads):
@@ -354,6 +354,18 @@ def test_the_further_the_shift_the_fewer_letters_right(name, side):
     letters = lengths_page.shifted(name, side)["letters"].mean(axis=0)  # per shift
     assert letters[0] > 0.99
     assert letters[1] < letters[0] and letters[-1] < letters[1]
+    if side != "target":  # "the further the input's positions move, alone or with the outputs'"
+        assert (np.diff(letters) < 0).all(), letters
+
+
+def test_moving_the_outputs_alone_is_not_so_regular():
+    # "the encoder-decoder gets more letters right at a shift of 8 than at 4, in every seed, and
+    # the decoder-only model's seeds go up and down"
+    assert lengths_page.SHIFTS[-2:] == [4, 8]
+    letters = lengths_page.shifted(ENCODER_DECODER, "target")["letters"]  # (seeds, shifts)
+    assert (letters[:, -1] > letters[:, -2]).all()
+    letters = lengths_page.shifted(DECODER_ONLY, "target")["letters"]
+    assert (np.diff(letters, axis=1) > 0).any()
 
 
 def test_the_encoder_decoder_with_its_encoder_moved_writes_the_letters_but_not_the_end():
@@ -398,8 +410,8 @@ def test_squeezing_both_sides_brings_back_11_and_12_letters(name):
     assert squeeze[:2] == [11, 12]
     both = _moved(name, "both", "squeeze", squeeze)["exact"]
     natural = _moved(name, "both", "natural", squeeze)["exact"]
-    assert both[:, 0].min() > 0.85  # 11 letters, every seed
-    assert both[:, 1].mean() > 0.5 and (both[:, 1] > natural[:, 1] + 0.25).all()  # 12 letters
+    assert both[:, 0].min() > 0.85  # "most inputs of 11 letters, in every seed"
+    assert both[:, 1].mean() > 0.5 and (both[:, 1] > natural[:, 1] + 0.25).all()  # "many of 12"
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS))
