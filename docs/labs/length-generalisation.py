@@ -58,7 +58,8 @@ print(nope_position_signal(8))
 # %% [markdown]
 # Without the mask every position averages all eight values and gets the same $1/8$: the
 # signal is gone. The shares also crowd together as $i$ grows ($1/10$ and $1/11$ differ by
-# less than $1/100$), one reason a model that counts this way finds long inputs harder.
+# less than $1/100$), which might make long inputs harder for a model that counts this way
+# (a hypothesis: the chapter does not test it).
 
 # %% [markdown]
 # ## Testing a trained model beyond its training lengths

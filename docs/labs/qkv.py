@@ -146,8 +146,9 @@ for letter, row in zip(task.output_labels(), scores):
     print(f"query {letter}" + "".join(f"{value:8.2f}" for value in row))
 
 # %% [markdown]
-# Each query scores its own letter far above the others, so its softmax puts its weight
-# on the positions holding that letter, and the context it reads says how many there
+# Each query scores its own letter far above the others, so its softmax gives every
+# position holding that letter more weight than any other position; how much of the total
+# they get together grows with their number, and the context it reads says how many there
 # were. Here is the attention on the example of the chapter; change `text` (up to 10
 # letters from A, B, C and spaces) and run the cell again.
 
@@ -162,6 +163,7 @@ plot_task_attention(task, inputs, prediction, attention["encoder-decoder"])
 #
 # * Give your function a `scale` argument and check that `scale=1 / d_k` makes the weights
 #   *less* peaked than the default: which would you choose for very wide heads?
-# * In the counting model, a letter that occurs once gets one query's full weight, while a
-#   letter that occurs five times shares it five ways. How can the classifier still read
-#   a count from an average? (The chapter answers this; try a few inputs first.)
+# * In the counting model, a letter that occurs once gets only part of its query's weight,
+#   and a letter that occurs five times gets more of it, shared five ways. How can the
+#   classifier still read a count from an average? (The chapter answers this; try a few
+#   inputs first.)

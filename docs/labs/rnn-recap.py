@@ -76,7 +76,9 @@ figure
 # The vanilla decoder is perfect on short inputs and fades as they grow. Peeky, which
 # reads the final state again at every step, fades later. Attention keeps most of its
 # accuracy up to the longest training length, and loses it beyond, on lengths it never
-# saw in training. Is the vanilla decoder's fade the size of its one vector? Not only:
+# saw in training. Look closely at the medium lengths, though: there the one-vector
+# decoders are slightly *ahead* of attention (the Bahdanau chapter shows it over three
+# seeds, and does not test why). Is the vanilla decoder's fade the size of its one vector? Not only:
 # the chapter trains it three times longer, and it fades much later.
 #
 # ## Teacher forcing against free running

@@ -170,7 +170,8 @@ plot_task_attention(task, inputs, prediction, attention["encoder-decoder"],
 # %% [markdown]
 # The count steps attend mostly to themselves. The difference step looks at the step of
 # the **larger** of the two counts, and at itself; the chapter shows, by blocking and
-# swapping those weights, that this is how it computes the difference.
+# swapping those weights, that it needs the larger count, and that its weight on itself
+# matters little.
 #
 # ## Going further
 #

@@ -61,8 +61,9 @@ exercises.check("encoder_block", encoder_block)
 # The original Transformer placed the norm the other way, **post-LN**:
 # $x \leftarrow \mathrm{LN}(x + \mathrm{sublayer}(x))$. It is a block as good as any,
 # but it is not this one, and the check says so. In post-LN the sum itself is
-# normalised, so nothing reaches the next block untouched; Xiong et al. (2020) trace to
-# this why post-LN stacks need a learning-rate warm-up that pre-LN ones can do without.
+# normalised, so nothing reaches the next block untouched. Xiong et al. (2020) show that at
+# initialisation post-LN's gradients near the output are large, which is why post-LN stacks
+# need a learning-rate warm-up that pre-LN ones can do without.
 
 # %%
 def post_ln_block(x, block):
