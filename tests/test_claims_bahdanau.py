@@ -152,6 +152,11 @@ def test_the_dot_model_slips_first_and_falls_slower(by_length):
 def test_the_lead_of_attention_grows_with_the_length(by_length):
     lead = by_length["attention (additive)"] - by_length["vanilla"]  # (seeds, lengths)
     assert (lead[:, 9] > lead[:, 4] + 0.2).all()  # at 10 letters far more than at 5
+    # the caption: "furthest just past them", over both one-vector models, seed means
+    for name in ("attention (additive)", BIDIRECTIONAL):
+        for one_vector in ("vanilla", "peeky"):
+            lead = (by_length[name] - by_length[one_vector]).mean(axis=0)
+            assert 11 <= int(np.argmax(lead)) + 1 <= 13, (name, one_vector, lead)
 
 
 def test_the_dot_model_ends_below_the_additive_one_on_average(by_length):
@@ -288,7 +293,7 @@ def test_the_bidirectional_decoder_uses_the_copied_letter_and_more(models):
         assert each["the copied letter"] > max(unidirectional)
         assert each["one to its right"] < each["the copied letter"] - 0.25  # "far worse"
         assert abs(each["two to its right"] - 1 / 8) <= 0.02
-        # one state alone is not what it reads: "at least one letter in twenty in every seed"
+        # "reading only the position of its own largest weight costs it at least one letter in twenty"
         assert each["its own largest weight"] <= each["as trained"] - 0.05
     assert min(each["one to its right"] for each in forced) <= 0.2  # "in some close to chance"
     # "and far more in most"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from statistics import fmean
 
+import numpy as np
 import pytest
 import torch
 
@@ -123,7 +124,7 @@ def test_weight_on_a_letter_stays_below_one(letter_mass):
     # "the common counts (one to four) get from about a quarter to about seven tenths of the
     # weight; only the rare counts of seven and more come near all of it"
     means = {n: mass[counts == n].mean().item() for n in range(1, 8)}
-    assert 0.2 <= means[1] and means[4] <= 0.75
+    assert 0.2 <= means[1] <= 0.33 and 0.6 <= means[4] <= 0.75
     assert means[7] >= 0.85
 
 
@@ -131,8 +132,10 @@ def test_weight_on_a_letter_grows_ever_more_slowly(letter_mass):
     # "grows more slowly the larger the count": the second letter adds more than twice the
     # weight the seventh adds
     _, counts, mass = letter_mass
-    means = {n: mass[counts == n].mean().item() for n in range(1, 8)}
-    assert means[2] - means[1] > 2 * (means[7] - means[6])
+    means = [mass[counts == n].mean().item() for n in range(1, 8)]
+    gains = np.diff(means)  # counts 1 -> 2, ..., 6 -> 7
+    assert (np.diff(gains[:5]) < 0).all(), gains  # each of 2 to 6 adds less than the one before
+    assert gains[0] > 2 * gains[-1]
 
 
 def test_weight_on_a_letter_is_above_uniform_attention(letter_mass):
