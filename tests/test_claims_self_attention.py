@@ -322,15 +322,15 @@ def test_reading_the_smaller_count_instead_it_is_never_right(interventions):
 
 
 def test_blocking_step_c_costs_about_as_much_as_blocking_the_smaller_count(interventions):
-    # "step C gets little of the weight, yet blocking it costs as much as blocking the smaller
-    # count, in some seeds more"; "blocking the smaller count, or step C, leaves it right at
-    # least four times in five"
+    # "step C gets little of the weight, yet blocking it costs about as much as blocking the
+    # smaller count on average, more in some seeds and less in others"; "blocking the smaller
+    # count, or step C, leaves it right at least four times in five"
     results = interventions[SELF]
     other = np.array([result["block the other letters"] for result in results])
     smaller = np.array([result["block the smaller count"] for result in results])
     assert other.min() > 0.8
     assert abs(other.mean() - smaller.mean()) < 0.05
-    assert (other < smaller).any()
+    assert (other < smaller).any() and (other > smaller).any()
 
 
 def test_blocking_itself_costs_at_most_a_few_points(interventions):

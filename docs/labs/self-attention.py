@@ -5,7 +5,7 @@
 # will write the three small pieces a multi-head self-attention layer is made of besides
 # the attention itself: a causal mask, and the split of the model dimension into heads
 # and its merge back. Then you will put them together and match PyTorch's
-# `nn.MultiheadAttention` to the last digit, and look at the trained difference model's
+# `nn.MultiheadAttention` to float32 rounding, and look at the trained difference model's
 # self-attention.
 
 # %%
