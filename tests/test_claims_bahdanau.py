@@ -293,7 +293,8 @@ def test_the_bidirectional_decoder_uses_the_copied_letter_and_more(models):
         assert each["the copied letter"] > max(unidirectional)
         assert each["one to its right"] < each["the copied letter"] - 0.25  # "far worse"
         assert abs(each["two to its right"] - 1 / 8) <= 0.02
-        # "reading only the position of its own largest weight costs it at least one letter in twenty"
+        # "reading only the position of its own largest weight costs it at least one letter in
+        # twenty"
         assert each["its own largest weight"] <= each["as trained"] - 0.05
     assert min(each["one to its right"] for each in forced) <= 0.2  # "in some close to chance"
     # "and far more in most"

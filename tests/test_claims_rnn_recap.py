@@ -210,8 +210,8 @@ def test_the_long_budget_holds_on_best_beyond_training(vanilla):
 def test_half_the_state_narrows_the_whole_network():
     # "the 32-float model has 14,698 weights in all, the 64-float one 43,082"
     models = bottleneck_models()
-    weights = [sum(parameter.numel() for parameter in models[label][0].task.build_model().parameters())
-               for label in (NARROW, LONG)]
+    built = [models[label][0].task.build_model() for label in (NARROW, LONG)]
+    weights = [sum(parameter.numel() for parameter in model.parameters()) for model in built]
     assert weights == [14_698, 43_082]
 
 

@@ -359,8 +359,8 @@ def test_the_further_the_shift_the_fewer_letters_right(name, side):
 
 
 def test_two_exceptions_at_ten_letters_in_the_decoder_only_model():
-    # "with its separator and outputs moved, it still reverses at least three in ten of the 10-letter
-    # inputs in every seed, against almost none of 6 to 9; with the whole sequence moved, it
+    # "with its separator and outputs moved, it still reverses at least three in ten of the
+    # 10-letter inputs in every seed, against almost none of 6 to 9; with the whole sequence moved, it
     # reverses almost no 10-letter input, against many of 6 to 9"
     assert lengths_page.SHIFT_LENGTHS == [6, 7, 8, 9, 10]
     target = _moved(DECODER_ONLY, "target", "shift 1", lengths_page.SHIFT_LENGTHS)["exact"]

@@ -110,9 +110,9 @@ print(exercises.diagnose("sinusoidal_encoding", halves_encoding))
 #
 # The signal task asks how many more times the *first* letter occurs in the 10 letters
 # after it. Take the chapter's example and rearrange its letters so that each of A, B
-# and C comes first in turn: the letters are the same, the answers are not all the same. Ask the model
-# without any position encoding and the model with a learned one (on your machine each
-# trains once, in about 20 seconds, and is cached).
+# and C comes first in turn: the letters are the same, the answers are not all the same.
+# Ask the model without any position encoding and the model with a learned one (on your
+# machine each trains once, in about 20 seconds, and is cached).
 
 # %%
 none = site_model("signal", pos_enc="none", seed=0).trained()
