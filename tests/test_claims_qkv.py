@@ -259,8 +259,12 @@ def test_ours_needs_the_steps_and_the_learning_rate_but_not_the_cosine(recipes):
     assert abs(min(constant) - TARGET) <= 0.005  # "its lowest seed is within half a point"
     assert fmean(recipes["ours"].exact_match) - fmean(constant) <= 0.005
     assert max(recipes["ours, 2,000 steps"].exact_match) < TARGET  # without the steps: never
-    # without the larger rate (and the cosine): 6,000 constant steps at 0.01 miss in a seed
-    assert min(recipes["original, 6,000 steps"].exact_match) < TARGET
+    # the longer training alone: "misses it by less than half a point in its lowest seed, too
+    # close to call"; whether ours needs the larger rate is not claimed
+    longer = min(recipes["original, 6,000 steps"].exact_match)
+    assert TARGET - 0.005 < longer < TARGET
+    # "without them it misses the target in every seed, by more"
+    assert max(recipes["ours, 2,000 steps"].exact_match) < longer
 
 
 def test_ours_gets_most_large_counts_right_and_the_original_almost_none(recipes):
@@ -327,8 +331,11 @@ def test_kernel_width_runs_from_a_lookup_to_an_average():
     toy = kernel_regression_toy()
     narrow, middle, wide = range(3)
     assert toy.widths[narrow] < toy.widths[middle] < toy.widths[wide]
-    # narrow: nearly one-hot rows that follow the noise (closer to the samples than the noise)
+    # narrow: "most rows put most of their weight on the nearest one or two samples", and the
+    # estimate follows the noise (closer to the samples than the noise)
     assert toy.peak[narrow] > 0.8
+    nearest_two = toy.weights[narrow].topk(2, dim=-1).values.sum(dim=-1)  # (queries,)
+    assert (nearest_two > 0.5).float().mean() > 0.5
     assert toy.sample_error[narrow] < 0.5 * 0.3
     # wide: nearly uniform rows (1 / 60 each) that flatten the function
     assert toy.peak[wide] < 2 / len(toy.x)

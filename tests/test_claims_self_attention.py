@@ -374,6 +374,11 @@ def test_the_sum_is_the_least_readable_quantity(probes):
         before = {target: accuracy for (target, state), accuracy in table.items()
                   if state == "before"}
         assert min(before, key=before.get) == "count(A) + count(B)"
+    # "but it is also the least readable in the model without self-attention"
+    for table in probes[PLAIN]:
+        before = {target: accuracy for (target, state), accuracy in table.items()
+                  if state == "before"}
+        assert min(before, key=before.get) == "count(A) + count(B)"
 
 
 def test_after_reading_the_larger_count_the_difference_is_readable_almost_perfectly(probes):

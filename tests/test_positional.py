@@ -150,7 +150,7 @@ def test_alibi_slopes_are_the_geometric_sequence_of_press_et_al(heads):
     torch.testing.assert_close(alibi_slopes(heads), expected)
 
 
-def test_alibi_slopes_for_other_head_counts_interleave_the_next_power_of_two():
+def test_alibi_slopes_for_other_head_counts_extend_the_power_of_two_below():
     # six heads: the four slopes of four heads, then slopes 1 and 3 of eight heads
     eight = alibi_slopes(8)
     torch.testing.assert_close(alibi_slopes(6), torch.cat([alibi_slopes(4), eight[[0, 2]]]))

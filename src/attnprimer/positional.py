@@ -216,8 +216,9 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
     For ``H`` a power of two the slopes are the geometric sequence that starts at
     ``2^(-8/H)`` with that same ratio: 1/2, 1/4, ..., 1/256 for eight heads.
-    Otherwise the paper's recipe: the slopes of the largest power of two below
-    ``H``, then every other slope of twice that many heads for the rest.
+    Otherwise (the paper trains only powers of two) the authors' code's rule: the slopes
+    of the largest power of two below ``H``, then every other slope of twice that many
+    heads for the rest.
 
     Examples:
         >>> alibi_slopes(4)

@@ -187,8 +187,8 @@ def train(
     """Train a fresh model for ``task``: Adam, cross-entropy on every output step.
 
     By default the learning rate starts at ``config.lr`` and decays to zero
-    along a cosine; the decay lets the model settle on the rare classes (the
-    counts of 7 and more letters in ten) that a constant rate keeps overshooting.
+    along a cosine (the queries, keys and values chapter measures what that does,
+    and does not, change for the counting model).
 
     Args:
         task: what to learn (and the model's settings).

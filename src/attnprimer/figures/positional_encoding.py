@@ -95,8 +95,9 @@ def equivariance() -> str:
         ["what is compared", "largest difference"],
         [(what, f"{gap:.1e}") for what, gap in gaps.items()],
         caption="One random sequence of 10 vectors (D = 16, 4 heads, float64) and one random "
-                "shuffle of its positions; the counting model (seed 0, float32) on held-out "
-                "inputs of 10 tokens, written twice: 20 tokens.")
+                "shuffle of its positions; the counting model (seed 0, float32) on one held-out "
+                "input of 10 tokens and one shuffle of it, and on 1,000 held-out inputs of 10 "
+                "tokens, each written twice: 20 tokens.")
 
 
 @recipe("sinusoidal", "the sinusoidal encoding and its dot product against the offset")
