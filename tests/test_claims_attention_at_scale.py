@@ -66,6 +66,15 @@ def test_keeping_the_weights_costs_quadratic_memory(points):
     assert 1.8 <= slope(points, "materialised", "peak_bytes", lengths) <= 2.2
 
 
+def test_keeping_the_weights_holds_about_three_float_matrices_per_head(points):
+    """'its measured peak is about three such float matrices per head'."""
+    heads = SETTINGS["batch"] * SETTINGS["heads"]
+    for point in of(points, "materialised"):
+        if point.length >= 1024:
+            matrices = point.peak_bytes / (heads * point.length**2 * 4)
+            assert 2.5 <= matrices <= 3.5, (point.length, matrices)
+
+
 def test_the_next_doubling_would_pass_a_gigabyte(points):
     """'it stops at L = 4096: the next doubling would take it well past a gigabyte'."""
     last = SETTINGS["materialise_up_to"]
@@ -87,6 +96,10 @@ def test_a_dense_window_mask_costs_quadratic_memory_and_skipping_does_not(points
     dense = [n for n in LOCAL_LENGTHS if n <= SETTINGS["materialise_up_to"]]
     assert slope(points, "fused, local mask", "peak_bytes", dense) >= 1.8
     assert slope(points, "tiled, local", "peak_bytes") <= 1.1
+    # "its peak is many times the mask's own L^2 bytes"
+    for point in of(points, "fused, local mask"):
+        if point.peak_bytes is not None and point.length in dense:
+            assert point.peak_bytes > 4 * point.length**2, point
 
 
 def test_the_block_figure_counts():

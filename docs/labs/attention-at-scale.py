@@ -96,9 +96,10 @@ print("whole row:", torch.softmax(scores, -1) @ values)
 # %% [markdown]
 # ## What skipping blocks saves
 #
-# The package's [`tiled_attention`](../reference/tiled.md) runs your step
-# over blocks of queries and keys, and skips the blocks that a mask removes entirely.
-# It gives the same outputs and gradients as PyTorch's fused kernel:
+# The package's [`tiled_attention`](../reference/tiled.md) runs the same step (the
+# package's own `online_step`) over blocks of queries and keys, and skips the blocks that a
+# mask removes entirely. It gives the same outputs as PyTorch's fused kernel (the test suite
+# checks the gradients too):
 
 # %%
 query, key, value = (torch.randn(1, 2, 300, 16, generator=generator)
@@ -123,7 +124,7 @@ for length in (1024, 2048, 4096, 8192):
     print(f"L = {length:5}: {visited:3} blocks of {(length // 256) ** 2:5}")
 
 # %% [markdown]
-# And the time follows the blocks. (Your numbers depend on your machine; these two runs
+# And the time should follow the blocks. (Your numbers depend on your machine; these two runs
 # are short on purpose. One thread, as in the chapter: the tiled pass is a Python loop of
 # small operations, and threads that wait for each other at every one of them blur the
 # picture.)

@@ -181,7 +181,9 @@ def kv_cost_table() -> str:
         caption=f"Greedy decoding of one sequence (B = 1, a prompt of {PROMPT} tokens and the "
                 f"separator) by an untrained decoder-only model with D = {dim}, H = {heads}, "
                 f"{layers} pre-LN blocks, float32, on this machine's CPU with 1 thread, in a "
-                f"fresh process, measured when this page was built: the fastest of 2 "
+                f"fresh process whose allocator returns every large block to the system at "
+                f"once (for the memory; the times are measured under it too, which can slow "
+                f"both decodings), measured when this page was built: the fastest of 2 "
                 f"decodings, prefill included; peak: the extra resident memory at the "
                 f"decoding's peak (the median of 2), which small allocations can hide. "
                 f"\"Cache\": the bytes of the keys and values held at the end.")
