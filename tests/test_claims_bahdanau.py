@@ -183,6 +183,11 @@ def test_the_bidirectional_model_learned_fastest(models):
     reached = {name: [first_step_reaching(trained.history, 0.99) for trained in runs]
                for name, runs in models.items()}
     assert all(step is not None and step <= 600 for step in reached[BIDIRECTIONAL])
+    for trained in models[BIDIRECTIONAL]:  # "above 99 % by step 600": and stays there
+        history = trained.history
+        later = [score for step, score in zip(history["held_out_step"],
+                                              history["held_out_exact_match"]) if step >= 600]
+        assert min(later) >= 0.99
     for name in UNIDIRECTIONAL:  # "end their 1,200 steps short of it in most seeds"
         assert sum(step is None for step in reached[name]) >= 2, name
 
@@ -235,7 +240,8 @@ def test_the_bidirectional_weights_are_spread_over_two_states(models):
         if name in UNIDIRECTIONAL:  # "about 0.9 or more"
             assert all(largest_weight(trained, TRAINED) >= 0.85 for trained in runs)
         elif name == BIDIRECTIONAL:
-            assert all(0.55 <= largest_weight(trained, TRAINED) <= 0.7 for trained in runs)
+            # "about two thirds"
+            assert all(0.6 <= largest_weight(trained, TRAINED) <= 0.72 for trained in runs)
 
 
 def _on_or_right(trained, lengths) -> float:

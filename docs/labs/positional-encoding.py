@@ -92,7 +92,7 @@ print(f"position 3 . position 8 = {gram[3, 8]:.4f}; "
 # the second. That is the same information in another order, and it has the same offset
 # property. The check still rejects it, and says why: the models in this primer, and the
 # reference, use the interleaved layout, and a model trained with one layout would read
-# the other as noise.
+# the other as a different encoding (not tested here).
 
 # %%
 def halves_encoding(length, dim):

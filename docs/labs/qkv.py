@@ -121,8 +121,9 @@ for dim in (4, 16, 64, 256, 1024):
 
 # %% [markdown]
 # Without the scale the largest weight heads for 1 as $d_k$ grows: attention becomes a
-# nearly hard lookup whose gradients are tiny. With it, the scores keep a standard
-# deviation near 1 whatever the width, and the weights stay soft.
+# nearly hard lookup whose gradients are tiny. The scores' spread grows as $\sqrt{d_k}$
+# (the second column); divided by $\sqrt{d_k}$ it stays near 1 whatever the width, and
+# the weights stay soft.
 #
 # ## Inside the trained counting model
 #
@@ -146,7 +147,7 @@ for letter, row in zip(task.output_labels(), scores):
     print(f"query {letter}" + "".join(f"{value:8.2f}" for value in row))
 
 # %% [markdown]
-# Each query scores its own letter far above the others, so its softmax gives every
+# Each query scores its own letter above every other token, so its softmax gives every
 # position holding that letter more weight than any other position; how much of the total
 # they get together grows with their number, and the context it reads says how many there
 # were. Here is the attention on the example of the chapter; change `text` (up to 10

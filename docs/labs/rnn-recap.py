@@ -76,10 +76,10 @@ figure
 # The vanilla decoder is perfect on short inputs and fades as they grow. Peeky, which
 # reads the final state again at every step, fades later. Attention keeps most of its
 # accuracy up to the longest training length, and loses it beyond, on lengths it never
-# saw in training. Look closely at the medium lengths, though: there the one-vector
-# decoders are slightly *ahead* of attention (the Bahdanau chapter shows it over three
-# seeds, and does not test why). Is the vanilla decoder's fade the size of its one vector? Not only:
-# the chapter trains it three times longer, and it fades much later.
+# saw in training. Look closely at the medium lengths, though: there the peeky decoder is
+# slightly *ahead* of attention (the Bahdanau chapter shows it over three seeds, and does
+# not test why). Is the vanilla decoder's fade the size of its one vector? Not only: the
+# chapter trains it three times longer, and it fades much later.
 #
 # ## Teacher forcing against free running
 #
@@ -116,7 +116,9 @@ for step, (a, b) in enumerate(zip(forced, free)):
 # and the errors compound. (The last step, the end token, only needs the length, which
 # the decoder keeps well.) This gap between the histories seen in training and in use
 # is called *exposure bias*. A model judged by its teacher-forced accuracy looks better
-# than it is in use; every number in the chapters is measured free-running.
+# than it is in use. Every exact match in the chapters is greedy decoding (or one
+# teacher-forced pass proved equal to it); where a chapter gives per-letter accuracy under
+# teacher forcing, it says so.
 #
 # ## Going further
 #

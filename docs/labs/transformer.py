@@ -59,11 +59,12 @@ exercises.check("encoder_block", encoder_block)
 
 # %% [markdown]
 # The original Transformer placed the norm the other way, **post-LN**:
-# $x \leftarrow \mathrm{LN}(x + \mathrm{sublayer}(x))$. It is a block as good as any,
-# but it is not this one, and the check says so. In post-LN the sum itself is
+# $x \leftarrow \mathrm{LN}(x + \mathrm{sublayer}(x))$. It is a valid block, the original
+# paper's, but it is not this one, and the check says so. In post-LN the sum itself is
 # normalised, so nothing reaches the next block untouched. Xiong et al. (2020) show that at
-# initialisation post-LN's gradients near the output are large, which is why post-LN stacks
-# need a learning-rate warm-up that pre-LN ones can do without.
+# initialisation post-LN's gradients near the output are large, which is why deep post-LN
+# stacks can need a learning-rate warm-up (on the chapter's task: at 6 blocks per stack, not
+# at 2).
 
 # %%
 def post_ln_block(x, block):
@@ -201,10 +202,11 @@ plot_task_attention(task, tokens, prediction, cross, own)
 
 # %% [markdown]
 # Output step $t$ has to copy input position $n - 1 - t$ of an input of $n$ letters.
-# Averaged over the heads, the cross-attention on the left runs along that
-# anti-diagonal, spread over the neighbours of the letter to copy; which head does what
-# is for the chapter's head analysis. On the right, each step reads only itself and the
-# steps before it: the upper triangle is empty, because the decoder's mask is causal.
+# Averaged over the heads, the cross-attention on the left runs roughly along that
+# anti-diagonal, though at some early steps its largest weight is on the last letters
+# instead; which head does what is for the chapter's head analysis. On the right, each
+# step reads only itself and the steps before it: the upper triangle is empty, because the
+# decoder's mask is causal.
 #
 # ## Going further
 #

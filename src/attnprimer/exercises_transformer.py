@@ -160,10 +160,11 @@ ENCODER_BLOCK = Exercise(
 
 
 def _mask_cases() -> list[Case]:
-    # the input (padded with 0), the separator (9), then the outputs so far
+    # the input (padded with 0), the separator (9), then the outputs so far (a 0 there is
+    # the outputs' padding in a batch, which is not the input's and stays visible)
     sequences = ([[3]], [[1, 2, 9]], [[4, 0, 9, 5, 6]],
-                 [[2, 3, 0, 0, 9, 3, 2], [5, 1, 2, 4, 9, 4, 2]])
-    lengths = (1, 2, 2, 4)
+                 [[2, 3, 0, 0, 9, 3, 2], [5, 1, 2, 4, 9, 4, 2]], [[4, 0, 9, 5, 0]])
+    lengths = (1, 2, 2, 4, 2)
     return [Case({"sequence": torch.tensor(sequence), "source_length": length})
             for sequence, length in zip(sequences, lengths, strict=True)]
 
@@ -212,6 +213,10 @@ DECODER_MASK = Exercise(
                 "the first source_length tokens) must be False too.",
                 lambda sequence, source_length: _causal(sequence.shape[1]).expand(
                     sequence.shape[0], -1, -1)),
+        Mistake("every 0 is masked, the outputs' padding included: only the first "
+                "source_length tokens are the input, and only a 0 among them is its padding.",
+                lambda sequence, source_length: (
+                    _causal(sequence.shape[1]) & (sequence != PAD)[:, None, :])),
         Mistake("the padding is masked as queries (rows) instead of keys (columns): index the "
                 "(B, L) padding mask as [:, None, :] so that it broadcasts over the queries.",
                 lambda sequence, source_length: (

@@ -132,13 +132,15 @@ def head_table(name: str) -> str:
     """Every head of ``name``: its weights on the targets, and the cost of switching it off."""
     whole = mean_range([run["none"] for run in head_results(name)["alone"]])
     return markdown_table(
-        ["head", "weight on the letter copied, %", "largest other weight, %",
+        ["head", "weight on the letter copied, %", "another target's weight, %",
          "exact match with the head off, %"], _head_rows(name),
         caption=f"{name}: every head, over the three seeds (mean, and in brackets the lowest "
                 f"and the highest seed). Weights: teacher-forced, the mean weight the head's "
                 f"queries put on a target, 1,000 held-out inputs of 1 to 10 letters; the "
                 f"targets are defined in [`PATTERNS`][attnprimer.experiments.transformer_heads"
-                f".PATTERNS]. Exact match: greedy, 500 held-out inputs of 1 to 10 letters, "
+                f".PATTERNS]; the third column gives, of the other targets, the one with the "
+                f"highest mean over the seeds (in a single seed another may weigh more). "
+                f"Exact match: greedy, 500 held-out inputs of 1 to 10 letters, "
                 f"that one head switched off; with every head on, {whole}&nbsp;%. A head's number "
                 f"names a slot, not a role: head 2 of one seed need not do what head 2 of "
                 f"another does.")
