@@ -26,7 +26,7 @@ Examples:
     ...     real[:, :source_length] = sequence[:, :source_length] != 0
     ...     return causal & real[:, None, :]
     >>> check("decoder_mask", decoder_mask)
-    ✓ decoder_mask matches the reference on 4 cases.
+    ✓ decoder_mask matches the reference on 5 cases.
 """
 
 from __future__ import annotations
