@@ -104,10 +104,11 @@ def softmax_over_keys(scores: torch.Tensor) -> torch.Tensor:
     """``torch.softmax(scores, dim=-1)``, padded to 16 keys when the rows are shorter.
 
     On a CPU, torch 2.13 computes the softmax of a row shorter than its vector width (16
-    float32 numbers with AVX-512, 8 with AVX2) one number at a time. Measured on this site's
-    build machine (Intel Xeon with AVX-512, one thread, 4,000 rows): 781 µs for rows of 11 keys,
-    69 µs for rows of 16, and 95 µs for the rows of 11 padded to 16. The toy tasks attend over 10 to 15 keys, so
-    before this the softmax and its gradient were a quarter of the Transformer's training step.
+    float32 numbers with AVX-512, 8 with AVX2) one number at a time. Measured once, when this
+    was written, on a 2-core Intel Xeon with AVX-512 (one thread, 4,000 rows; not re-measured):
+    781 µs for rows of 11 keys, 69 µs for rows of 16, and 95 µs for the rows of 11 padded to 16.
+    The toy tasks attend over 10 to 15 keys; on that machine the softmax and its gradient were
+    then a quarter of the Transformer's training step. ``nox -s bench`` measures yours.
 
     Padding is exact in the sense that matters: a padded key has the score ``-inf`` and the
     weight ``exp(-inf) = 0``, so the padded row has the same maximum and the same sum. The

@@ -1,4 +1,4 @@
-"""Switching attention heads off: the intervention that asks what a head is *for*.
+"""Switching attention heads off: the intervention that asks whether a model needs a head.
 
 A heatmap shows where a head looks; it does not show that the model needs what the head
 reads. [`heads_off`][attnprimer.head_ablation.heads_off] removes heads from a trained

@@ -146,7 +146,7 @@ VANILLA_BOTTLENECK: dict[str, dict[str, Any]] = {
 """The vanilla decoders the RNN recap also trains for ``VANILLA_BOTTLENECK_STEPS``, by the size
 of their state: their task settings. With ``REVERSAL_DECODERS["vanilla"]`` (64 floats, the
 default 1,200 steps) they separate what the training budget does from what the state's size
-does."""
+does (and with it the width of both GRUs)."""
 
 VANILLA_BOTTLENECK_STEPS = 3600
 """Three times the reversal models' default budget."""
@@ -180,7 +180,8 @@ TRANSFORMERS: dict[str, dict[str, Any]] = {
 }
 """The Transformers of the Transformer chapter, by name: their task settings over
 ``ReversalTransformerTask``'s defaults (D = 32, 4 heads, 2 layers, peak learning rate 0.003).
-Pre-LN, because the training loop has no warm-up (Xiong et al., 2020)."""
+Pre-LN, because they train without a warm-up (cosine decay from the peak), which Xiong et al.
+(2020) say post-LN needs; at two blocks the chapter finds post-LN trains without one too."""
 
 TRANSFORMER_STEPS: dict[str, int] = {"encoder-decoder": 500, "decoder-only": 800}
 """Training steps of each Transformer, by architecture, set by trying a few: enough for every seed

@@ -74,7 +74,7 @@ class TrainConfig:
     Args:
         steps: optimiser steps.
         batch_size: examples per step.
-        lr: Adam's peak learning rate (it decays along a cosine to zero).
+        lr: Adam's peak learning rate (the only one, for ``schedule="constant"``).
         seed: seeds the initialisation and the training batches.
         schedule: ``"cosine"`` decays the learning rate from ``lr`` to zero;
             ``"constant"`` keeps it at ``lr`` (the original primer's choice);

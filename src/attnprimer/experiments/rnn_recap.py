@@ -9,8 +9,9 @@ decoding), on held-out inputs of 1 to 20 letters, in every seed of
   with two scores), each trained 1,200 steps with a state of 64 floats;
 * [`bottleneck_curves`][attnprimer.experiments.rnn_recap.bottleneck_curves]: the vanilla decoder
   alone, as the site trains it, three times longer, and three times longer with half the state
-  ([`VANILLA_BOTTLENECK`][attnprimer.site_models.VANILLA_BOTTLENECK]). One thing changes between
-  neighbours: the training budget, then the size of the one vector.
+  ([`VANILLA_BOTTLENECK`][attnprimer.site_models.VANILLA_BOTTLENECK]). One setting changes
+  between neighbours: the training budget, then the state's size, and with it the width of
+  both GRUs.
 
 The measurements go through [`cached_result`][attnprimer.cache.cached_result]: the docs build
 computes them once and the claims tests read them back.

@@ -3,8 +3,9 @@
 * [`head_patterns`][attnprimer.experiments.transformer_heads.head_patterns]: for every head,
   the mean weight its queries put on a few simple targets (the letter being copied, the query's
   own position, the one before it...), teacher-forced, over held-out inputs of 1 to 10 letters.
-  The one the reversal needs is ``copy``: output step t of an input of n letters writes the
-  letter at input position n - 1 - t, the anti-diagonal.
+  The one that matches the task's alignment is ``copy``: output step t of an input of n
+  letters writes the letter at input position n - 1 - t, the anti-diagonal (a model need not
+  read there: the Bahdanau chapter's decoders read one state to the right).
 * [`head_ablation`][attnprimer.experiments.transformer_heads.head_ablation]: held-out exact
   match (greedy) with each head switched off in turn
   ([`heads_off`][attnprimer.head_ablation.heads_off]), and with groups of heads off.
@@ -84,7 +85,7 @@ def head_patterns(trained: TrainedModel, samples: int = 1000,
     Teacher-forced, on ``samples`` held-out inputs of the training lengths.
 
     Returns:
-        ``{"cross 1.1": {"copy": 0.93, ...}, ...}``, every head of the model.
+        ``{"cross 1.1": {"copy": ..., "last": ..., ...}, ...}``, every head of the model.
 
     Examples:
         >>> from attnprimer.tasks import ReversalTransformerTask

@@ -1,7 +1,9 @@
 """Interventions on the positions of the trained Transformers: why they fail on longer inputs.
 
-A Transformer knows where a token sits only through the sinusoid added to its embedding
-([`SinusoidalEncoding`][attnprimer.positional.SinusoidalEncoding]). Sinusoids can be
+The sinusoid added to each embedding
+([`SinusoidalEncoding`][attnprimer.positional.SinusoidalEncoding]) is what tells these models'
+encoder where a token sits; a causal stack can also tell order from its mask, which the moves
+below leave as it is. Sinusoids can be
 evaluated at any position, fractional ones included, so the position a model *believes* each
 token has can be chosen freely, without retraining and without touching the model's code:
 
@@ -16,8 +18,8 @@ token has can be chosen freely, without retraining and without touching the mode
   greedily with the encoder's positions shifted, and counts the letters written before the end.
 
 The moves the chapter uses (``MOVES``): *shift* a short input's positions (or its output
-steps') by ``k``, so that unseen positions appear on inputs the model handles; *squeeze* a long
-input's positions into the trained range ``0..9``.
+steps') by ``k``, to other positions training used (``k = 1``, inputs of up to 9 letters) or to
+unseen ones (larger ``k``); *squeeze* a long input's positions into the trained range ``0..9``.
 
 Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
 Shape legend: B batch, S input length, T output steps, L sequence length, D model dim,

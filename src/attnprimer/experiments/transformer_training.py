@@ -8,7 +8,8 @@
 * [`position_spread`][attnprimer.experiments.transformer_training.position_spread]: how much
   the encoder's output vectors differ from one input position to the next. Attention averages
   the positions it reads; without the residual path that keeps each position's own vector,
-  the averages of averages become one vector (the cause of the gradients above).
+  the averages of averages nearly become one vector at initialisation, an explanation of the
+  gradients above that no intervention here tests.
 
 The runs themselves are catalogue models (``NORM_PLACEMENTS``, ``NO_RESIDUALS`` in
 [`attnprimer.site_models`][attnprimer.site_models]); their histories are read as they are.

@@ -2,8 +2,8 @@
 
 The GRU encoder-decoders of the reversal task (vanilla, peeky, and with attention): exact
 match against the input length, inside and beyond the lengths they were trained on, in three
-seeds each; and the vanilla decoder trained longer and with a smaller state, to separate the
-training budget from the size of the one vector. The measurements are
+seeds each; and the vanilla decoder trained longer, and with a smaller state (and so narrower
+GRUs), to tell the training budget from the network's size. The measurements are
 [`attnprimer.experiments.rnn_recap`][attnprimer.experiments.rnn_recap]'s.
 """
 
@@ -140,4 +140,4 @@ def bottleneck_table() -> str:
         bottleneck_curves(), models,
         "Every model: the vanilla decoder, trained on lengths 1–10 as in the table above "
         "except for its number of steps (the learning rate decays to zero over them) and the "
-        "size of its state.")
+        "size of its state, and with it the width of both GRUs.")
