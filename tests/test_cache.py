@@ -288,6 +288,15 @@ def test_a_cached_result_is_computed_once_per_model_and_arguments(tiny):
     assert calls == [5, 6]
 
 
+def test_a_cached_result_read_back_keeps_the_order_of_its_keys(tiny):
+    def experiment(trained):  # a page's table lists the conditions in this order
+        return {"as trained": 1.0, "blocked": 0.5, "all off": 0.0}
+
+    computed = cache_module.cached_result(experiment, tiny)
+    read_back = cache_module.cached_result(experiment, tiny)
+    assert list(read_back) == list(computed) == ["as trained", "blocked", "all off"]
+
+
 def test_a_cached_result_is_computed_again_when_its_code_changes(tiny, monkeypatch):
     calls = []
 

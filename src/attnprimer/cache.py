@@ -371,7 +371,7 @@ def cached_result(
     with single_thread():
         result = function(**arguments) if trained is None else function(trained, **arguments)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(encode(result), sort_keys=True)
+    text = json.dumps(encode(result))  # keys in the result's own order: tables follow it
     write_atomically(path, lambda file: file.write(text.encode("utf-8")), mode=0o644)
     return result
 
