@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attnprimer.analysis import (
-    block_and_swap,
+    cached_block_and_swap,
     difference_step_profile,
     encoder_weight_by_token,
     mean_self_attention,
@@ -302,7 +302,7 @@ def test_the_profile_shows_the_switch_at_zero(models):
 
 @pytest.fixture(scope="module")
 def interventions(models):
-    return {SELF: [block_and_swap(trained) for trained in models[SELF]]}
+    return {SELF: [cached_block_and_swap(trained) for trained in models[SELF]]}
 
 
 def test_without_the_larger_count_it_is_almost_always_wrong(interventions):
@@ -345,7 +345,7 @@ def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(
     broadcasting = [(trained, step) for trained, step in broadcasts if step is not None]
     assert broadcasting
     for trained, step in broadcasting:
-        results = block_and_swap(trained)
+        results = cached_block_and_swap(trained)
         if step in (0, 1):
             assert results["swap the A and B weights"] < results["as trained"] / 2, results
         else:

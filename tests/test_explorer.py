@@ -248,7 +248,7 @@ def test_claim_the_counting_model_gets_ten_as_wrong(models):
     assert predictions[0].tolist() != task.targets_for(tokens[None])[0].tolist()
 
 
-def test_claim_each_query_weighs_its_letter_above_the_rest_and_never_only_it(models):
+def test_claim_each_query_weighs_its_letter_above_the_rest_and_not_only_it(models):
     # "Each query weighs every position of its own letter above any other position, and puts all
     # of its weight there only when every position holds its letter", on held-out inputs (when
     # every position holds it, the row's sum is all of it by construction)
@@ -266,8 +266,9 @@ def test_claim_each_query_weighs_its_letter_above_the_rest_and_never_only_it(mod
 
 
 def test_claim_the_signal_example_is_one_the_learned_model_gives_little_weight(models):
-    # "this example is far below it: each seed gives one signal letter little weight, seed 0
-    # (this model) a B, and the example's signal is a B. The model still answers it right"
+    # "For the learned model this example is far below it: each learned seed gives one signal
+    # letter little weight, seed 0 (this model) a B, and the example's signal is a B; the model
+    # still answers it right"
     task, model = models["signal/learned"].task, models["signal/learned"].model
     tokens = task.encode(SIGNAL_EXAMPLE)
     prediction, attention = predict_one(model, tokens)
@@ -345,9 +346,9 @@ def test_claim_the_difference_step_needs_the_larger_count_on_the_example(models)
     assert answer(blocked=[2]) == 3  # the C step
     # "which fits the chapter: over held-out sequences blocking the C step costs about as much
     # as blocking the smaller count, in this seed more"
-    from attnprimer.analysis import block_and_swap
+    from attnprimer.analysis import cached_block_and_swap
 
-    held_out = block_and_swap(trained)
+    held_out = cached_block_and_swap(trained)
     assert held_out["block the other letters"] < held_out["block the smaller count"]
     plain = models["difference/plain"]
     assert plain.model(tokens).logits[0].argmax(-1).tolist() == [3, 5, 1, 2]

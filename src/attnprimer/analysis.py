@@ -41,6 +41,7 @@ __all__ = [
     "alignment_offsets",
     "block_and_swap",
     "cached_accuracy_by_length",
+    "cached_block_and_swap",
     "cached_probes",
     "difference_step_profile",
     "encoder_state_probe",
@@ -306,6 +307,13 @@ def probe_difference_step(
                                     states["score", state], quantity(score.targets), classes)
             probes.append(Probe(target, state, accuracy))
     return probes
+
+
+def cached_block_and_swap(trained: TrainedModel) -> dict[str, float]:
+    """[`block_and_swap`][attnprimer.analysis.block_and_swap] of a cached model, computed once
+    per model and per code: the page's table, the claims tests and the explorer's tests read the
+    same numbers."""
+    return cached_result(block_and_swap, trained)
 
 
 def cached_probes(trained: TrainedModel, samples: int = 10_000) -> list[Probe]:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import (block_and_swap, cached_probes, difference_step_profile,
+from attnprimer.analysis import (cached_block_and_swap, cached_probes, difference_step_profile,
                                  encoder_weight_by_token, mean_self_attention)
 from attnprimer.cache import cached_evaluation
 from attnprimer.cost import CostPoint, measure_in_fresh_process
@@ -195,7 +195,7 @@ def difference_profile() -> Figure:
 
 @recipe("difference_interventions", "the difference step's accuracy under ablations and swaps")
 def difference_interventions() -> str:
-    columns = {f"{short}<br>seed {seed}": block_and_swap(trained)
+    columns = {f"{short}<br>seed {seed}": cached_block_and_swap(trained)
                for short, seed, trained in self_attention_models()}
     conditions = list(next(iter(columns.values())))
     return markdown_table(
