@@ -146,15 +146,20 @@ def _last_gain(model, site_models, points: int = 5) -> float:
     return held_out[-1] - held_out[-1 - points]
 
 
-def test_the_long_budget_gains_little_at_its_end(site_models):
-    # "gains little over its last 1,000 steps, less than the 32-float one's in every seed"
+@pytest.fixture(scope="module")
+def last_1000_steps(site_models):
+    """What the last 1,000 steps added, every seed of the two long budgets."""
     models = bottleneck_models()
-    for model in models[LONG]:
+    return {label: [_last_gain(model, site_models, points=10) for model in models[label]]
+            for label in (LONG, NARROW)}
+
+
+def test_the_long_budget_gains_little_at_its_end(site_models, last_1000_steps):
+    # "gains little over its last 1,000 steps, less than the 32-float one's in every seed"
+    for model in bottleneck_models()[LONG]:
         assert site_models(model).history["held_out_exact_match"][-1] >= 0.97
         assert _last_gain(model, site_models) < 0.02  # the last 500 steps add under 2 points
-    gain = {label: [_last_gain(model, site_models, points=10) for model in models[label]]
-            for label in (LONG, NARROW)}
-    assert max(gain[LONG]) < min(gain[NARROW])
+    assert max(last_1000_steps[LONG]) < min(last_1000_steps[NARROW])
 
 
 def test_at_step_1200_the_long_run_is_behind_the_short_one(site_models):
@@ -170,7 +175,7 @@ def test_at_step_1200_the_long_run_is_behind_the_short_one(site_models):
             short_history["held_out_exact_match"][-1] - 0.03
 
 
-def test_half_the_state_ends_lower_and_still_learning(site_models):
+def test_half_the_state_ends_lower_and_still_learning(site_models, last_1000_steps):
     models = bottleneck_models()
     final = {label: [site_models(model).history["held_out_exact_match"][-1]
                      for model in models[label]] for label in (LONG, NARROW)}
@@ -178,8 +183,7 @@ def test_half_the_state_ends_lower_and_still_learning(site_models):
     # "over the last 1,000 steps it gained a few points in every seed, more on average than the
     # 64-float one": over 500 steps the gains are a point or two, as small as the step-to-step
     # wobble of the held-out score, and their ratio moved with the rounding of the retraining
-    gain = {label: [_last_gain(model, site_models, points=10) for model in models[label]]
-            for label in (LONG, NARROW)}
+    gain = last_1000_steps
     assert min(gain[NARROW]) >= 0.03
     assert np.mean(gain[NARROW]) > np.mean(gain[LONG]) + 0.02
 
