@@ -52,7 +52,7 @@ def page_key(page) -> str:
 def _add_entry_from_context(self, page) -> None:
     key = page_key(page)
     if key in _kept:
-        self.entries.extend(json.loads(json.dumps(_kept[key])))  # a copy
+        self.entries.extend(_kept[key])  # entries are never changed once made: shared, not copied
     else:
         first = len(self.entries)
         _original(self, page)
