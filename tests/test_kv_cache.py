@@ -131,3 +131,10 @@ def test_bad_input_is_refused_with_its_shapes():
         extend(model, cache, tokens[:1], torch.ones(1, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="max_positions=64"):
         greedy_with_cache(model, torch.ones(1, 40, dtype=torch.long))
+
+
+def test_a_model_without_residual_connections_is_refused():
+    """cached_block writes x + context; a residual=False block would silently differ."""
+    model = _model(True, residual=False)
+    with pytest.raises(ValueError, match="residual connections only"):
+        greedy_with_cache(model, torch.ones(1, 3, dtype=torch.long))

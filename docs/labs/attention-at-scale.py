@@ -113,8 +113,8 @@ fused = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
 print("largest difference:", float((tiled - fused).abs().max()))
 
 # %% [markdown]
-# How many blocks does it compute? With a causal window of $w$ keys and blocks of $w$,
-# each query block needs its own diagonal block and the one before: the count grows
+# How many blocks does it compute? With a causal window reaching $w$ keys back and blocks
+# of $w$, each query block needs its own diagonal block and the one before: the count grows
 # linearly with the length, where the full square grows with its square.
 
 # %%

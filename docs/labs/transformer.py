@@ -62,9 +62,9 @@ exercises.check("encoder_block", encoder_block)
 # $x \leftarrow \mathrm{LN}(x + \mathrm{sublayer}(x))$. It is a valid block, the original
 # paper's, but it is not this one, and the check says so. In post-LN the sum itself is
 # normalised, so nothing reaches the next block untouched. Xiong et al. (2020) show that at
-# initialisation post-LN's gradients near the output are large, which is why deep post-LN
-# stacks can need a learning-rate warm-up (on the chapter's task: at 6 blocks per stack, not
-# at 2).
+# initialisation post-LN's gradients near the output are large, against pre-LN's, which
+# shrink with depth, and that this is why post-LN can need a learning-rate warm-up (on the
+# chapter's task it does at 6 blocks per stack, not at 2).
 
 # %%
 def post_ln_block(x, block):

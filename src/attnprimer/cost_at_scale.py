@@ -10,7 +10,7 @@ times one forward and backward pass and measures the memory it adds at its peak,
 * ``tiled``: [`tiled_attention`][attnprimer.tiled.tiled_attention], in plain PyTorch;
 * ``fused``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused kernel;
 
-and, for a causal sliding window of ``window`` keys, at lengths of their own:
+and, for a causal sliding window reaching ``window`` keys back, at lengths of their own:
 
 * ``tiled, local``: tiled attention skipping the blocks outside the window;
 * ``fused, local mask``: the fused kernel given the same window as a dense boolean mask.

@@ -124,7 +124,14 @@ def cached_attention(attention: MultiHeadAttention, x: torch.Tensor,
 
 def cached_block(block: EncoderBlock, x: torch.Tensor, cache: LayerCache,
                  mask: torch.Tensor):
-    """One block on the new positions x (B, L, D), as ``EncoderBlock.forward``."""
+    """One block on the new positions x (B, L, D), as ``EncoderBlock.forward``.
+
+    Raises:
+        ValueError: if the block was built without residual connections (``residual=False``),
+            which this step does not reproduce.
+    """
+    if block.skip != 1.0:
+        raise ValueError("cached_block reproduces blocks with residual connections only")
     if block.pre_norm:
         context, weights = cached_attention(
             block.attention, block.norm_attention(x), cache, mask)

@@ -146,7 +146,7 @@ def tiled_backward(
             grad_value[..., k0:k1, :] += weights.transpose(-2, -1) @ grad_out
             # (..., bq, Dv) x (..., Dv, bk) -> (..., bq, bk)
             grad_weights = grad_out @ values.transpose(-2, -1)
-            # dS = P * (dP - delta), in place: dP is not needed again
+            # dZ = P * (dP - delta), in place: dP is not needed again
             grad_scores = grad_weights.sub_(delta[..., q0:q1, :]).mul_(weights)
             # (..., bq, bk) x (..., bk, Dh) -> (..., bq, Dh); scaled at the end
             grad_query[..., q0:q1, :] += grad_scores @ keys

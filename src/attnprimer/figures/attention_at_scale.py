@@ -273,8 +273,9 @@ def local_table() -> str:
                      for what in ("time", "memory"))]
     return markdown_table(
         header, rows, align="r" * len(header),
-        caption=f"A causal window of {SETTINGS['window']} keys. {_settings()}. The fused "
-                f"kernel with a dense mask stops at L = {SETTINGS['materialise_up_to']:,}.")
+        caption=f"A causal window reaching {SETTINGS['window']} keys back. {_settings()}. "
+                f"The fused kernel with a dense mask stops at "
+                f"L = {SETTINGS['materialise_up_to']:,}.")
 
 
 def targets_rows() -> list[list[str]]:
