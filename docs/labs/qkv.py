@@ -101,8 +101,8 @@ print(exercises.diagnose("scaled_dot_product_attention",
 #
 # If the entries of a query and a key are independent with mean 0 and variance 1, their
 # dot product is a sum of $d_k$ such products: its variance is $d_k$. The wider the
-# vectors, the larger the scores, and a softmax of large scores puts nearly all the weight
-# on one key, and the softmax's gradient becomes tiny. Measure it: the average largest
+# vectors, the further apart the scores, and a softmax of scores far apart puts nearly all
+# the weight on one key, and the softmax's gradient becomes tiny. Measure it: the average largest
 # weight of a query over 16 random keys, with and without the scale.
 
 # %%
