@@ -19,15 +19,15 @@ from attnprimer.train import predict_one
 # %% [markdown]
 # ## Exercise: additive attention
 #
-# A decoder state $q$ (the *query*, size $d_q$) is scored against each encoder state
-# $k_j$ (a *key*, size $d_k$) by a small network with one hidden layer of size $A$:
+# A decoder state $q$ (the *query*, size $D_q$) is scored against each encoder state
+# $k_j$ (a *key*, size $D_k$) by a small network with one hidden layer of size $A$:
 #
 # $$\mathrm{score}(q, k_j) = v^\top \tanh(W_q\, q + W_k\, k_j),$$
 #
-# with $W_q$ of shape ($A$, $d_q$), $W_k$ ($A$, $d_k$) and $v$ ($A$,). A softmax over the
+# with $W_q$ of shape ($A$, $D_q$), $W_k$ ($A$, $D_k$) and $v$ ($A$,). A softmax over the
 # keys turns the scores into weights, and the context is the weighted sum of the values.
 #
-# Write `additive_attention` for queries (..., L, $d_q$), keys (..., S, $d_k$) and values
+# Write `additive_attention` for queries (..., L, $D_q$), keys (..., S, $D_k$) and values
 # (..., S, $d_v$): every query against every key at once. Broadcasting does it without a
 # loop: `a.unsqueeze(-2) + b.unsqueeze(-3)` adds (..., L, 1, A) to (..., 1, S, A). The
 # `mask` (True = may attend) broadcasts to (..., L, S).
@@ -157,7 +157,7 @@ plot_task_attention(longer, inputs, prediction, weights)
 # ## Going further
 #
 # * Replace the additive score by a dot product, $q \cdot k_j$, in your function. Which
-#   weights disappear, and what does the dot product require of $d_q$ and $d_k$?
+#   weights disappear, and what does the dot product require of $D_q$ and $D_k$?
 # * The keys' projection $W_k\, k_j$ does not depend on the decoder step. In
 #   `attnprimer.rnn.Decoder` it is computed once per input (`Decoder.keys`): how much work
 #   does that save for an output of $T$ steps?

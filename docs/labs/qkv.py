@@ -3,7 +3,7 @@
 #
 # This lab goes with the chapter [Queries, keys and values](../chapters/qkv.md). You will
 # write scaled dot-product attention yourself, check it against attnprimer's and PyTorch's,
-# see for yourself why the scores are divided by $\sqrt{d_k}$, and then look inside the
+# see for yourself why the scores are divided by $\sqrt{D_k}$, and then look inside the
 # trained counting model, whose queries learned to ask for one letter each.
 #
 # Every exercise has the same shape: a cell with a stub for you to fill in, a folded
@@ -27,10 +27,10 @@ from attnprimer.train import predict_one
 # %% [markdown]
 # ## Exercise: scaled dot-product attention
 #
-# Given queries $Q$ of shape (..., L, $d_k$), keys $K$ (..., S, $d_k$) and values $V$
+# Given queries $Q$ of shape (..., L, $D_k$), keys $K$ (..., S, $D_k$) and values $V$
 # (..., S, $d_v$), return the context and the weights
 #
-# $$\mathrm{weights} = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right), \qquad
+# $$\mathrm{weights} = \mathrm{softmax}\left(\frac{Q K^\top}{\sqrt{D_k}}\right), \qquad
 # \mathrm{context} = \mathrm{weights}\; V .$$
 #
 # The `...` stands for any leading batch dimensions (a batch, heads), so transpose
@@ -97,10 +97,10 @@ print(exercises.diagnose("scaled_dot_product_attention",
                          unscaled_attention))
 
 # %% [markdown]
-# ## Why divide by the square root of d_k?
+# ## Why divide by the square root of D_k?
 #
 # If the entries of a query and a key are independent with mean 0 and variance 1, their
-# dot product is a sum of $d_k$ such products: its variance is $d_k$. The wider the
+# dot product is a sum of $D_k$ such products: its variance is $D_k$. The wider the
 # vectors, the further apart the scores, and a softmax of scores far apart puts nearly all
 # the weight on one key, and the softmax's gradient becomes tiny. Measure it: the average largest
 # weight of a query over 16 random keys, with and without the scale.
@@ -111,7 +111,7 @@ def mean_max_weight(scores):
     return torch.softmax(scores, dim=-1).max(dim=-1).values.mean()
 
 
-print("   d_k   score std   max weight: unscaled   scaled")
+print("   D_k   score std   max weight: unscaled   scaled")
 for dim in (4, 16, 64, 256, 1024):
     q, k = torch.randn(1000, 1, dim), torch.randn(1000, 16, dim)
     scores = (q @ k.transpose(-2, -1)).squeeze(1)  # (1000, 16)
@@ -120,9 +120,9 @@ for dim in (4, 16, 64, 256, 1024):
     print(f"{dim:6} {scores.std():11.1f} {unscaled:22.3f} {scaled:8.3f}")
 
 # %% [markdown]
-# Without the scale the largest weight heads for 1 as $d_k$ grows: attention becomes a
-# nearly hard lookup whose gradients are tiny. The scores' spread grows as $\sqrt{d_k}$
-# (the second column); divided by $\sqrt{d_k}$ it stays near 1 whatever the width, and
+# Without the scale the largest weight heads for 1 as $D_k$ grows: attention becomes a
+# nearly hard lookup whose gradients are tiny. The scores' spread grows as $\sqrt{D_k}$
+# (the second column); divided by $\sqrt{D_k}$ it stays near 1 whatever the width, and
 # the weights stay soft.
 #
 # ## Inside the trained counting model
@@ -162,7 +162,7 @@ plot_task_attention(task, inputs, prediction, attention["encoder-decoder"])
 # %% [markdown]
 # ## Going further
 #
-# * Give your function a `scale` argument and check that `scale=1 / d_k` makes the weights
+# * Give your function a `scale` argument and check that `scale=1 / D_k` makes the weights
 #   *less* peaked than the default: which would you choose for very wide heads?
 # * In the counting model, a letter that occurs once gets only part of its query's weight,
 #   and a letter that occurs five times gets more of it, shared five ways. How can the

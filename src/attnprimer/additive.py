@@ -9,7 +9,8 @@ encoder state ``k`` with a one-hidden-layer network, the *alignment model*:
 W_q (A, Dq) and W_k (A, Dk) map both into a shared space of size A, where they
 are added (hence "additive"); ``tanh`` and the vector ``v`` (A,) reduce the
 sum to one number. Queries and keys may have different sizes, and the score is
-not a plain similarity: the network can learn any matching rule it needs.
+not a plain similarity: the network can learn a much wider family of matching rules than a
+dot product (though not every one: with no bias, ``score(-q, -k) = -score(q, k)``).
 
 Shape legend: L query length, S key length, Dq query dim, Dk key dim,
 A attention (hidden) dim, Dv value dim; ``...`` is any leading batch dims.

@@ -2,7 +2,7 @@
 
 The length-generalisation chapter trains one model, [`SchemeDecoder`][attnprimer.position_schemes.SchemeDecoder],
 five times, changing only how position reaches attention (Kazemnejad et al., 2023, compared the
-same five):
+same five families):
 
 * ``"none"`` (NoPE): nothing. A causal stack still is not blind to order: with a start token,
   a first-layer head that scores every key alike gives the token at position i the start
@@ -10,7 +10,8 @@ same five):
   ([`nope_position_signal`][attnprimer.position_schemes.nope_position_signal]);
 * ``"sinusoidal"``: the absolute sinusoids added to the embeddings (Vaswani et al., 2017);
 * ``"relative"``: a learned score bias per head and clipped offset (after T5, Raffel et al.,
-  2020; [`RelativePositionBias`][attnprimer.positional.RelativePositionBias]);
+  2020, but with Shaw et al.'s clipping where T5 has log-spaced buckets;
+  [`RelativePositionBias`][attnprimer.positional.RelativePositionBias]);
 * ``"alibi"``: ALiBi's fixed linear penalty on distance (Press et al., 2022);
 * ``"rotary"``: queries and keys rotated by their position (Su et al., 2021).
 

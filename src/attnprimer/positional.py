@@ -4,7 +4,7 @@ Attention compares contents. Shuffle the positions of a sequence and
 self-attention's outputs are shuffled the same way and otherwise unchanged
 (it is *permutation-equivariant*), and a weighted average over all positions,
 like the counting model's, does not change at all. A task in which position
-matters needs position written into the vectors, and there are two ways:
+matters needs position information to reach attention, and there are three ways:
 
 * **absolute** encodings add a vector to each position's embedding: a fixed
   pattern of sines and cosines ([`sinusoidal_encoding`][attnprimer.positional.sinusoidal_encoding],
@@ -13,7 +13,7 @@ matters needs position written into the vectors, and there are two ways:
   apart they are. Rotary encoding ([`apply_rotary`][attnprimer.positional.apply_rotary],
   Su et al., 2021) rotates each query and key by an angle proportional to its
   position, so that the dot product of a query at ``m`` and a key at ``n``
-  depends on ``n - m`` only;
+  depends on their positions only through ``n - m``;
 * **score biases** add a number that depends on the offset straight to the
   scores, one (L, S) table per head: ALiBi's fixed linear penalty
   ([`alibi_bias`][attnprimer.positional.alibi_bias], Press et al., 2022) or a

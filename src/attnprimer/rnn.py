@@ -48,8 +48,8 @@ class Encoder(nn.Module):
     """Embed the tokens and run a GRU over them, forwards (and backwards if bidirectional).
 
     Padding at the end of a sequence is skipped (packed sequences), so the
-    final state is the state after the last real token, and the outputs at
-    padded steps are zero.
+    forward GRU's final state is the state after the last real token, the backward GRU
+    starts from that token, and the outputs at padded steps are zero.
 
     Examples:
         >>> encoder = Encoder(num_tokens=6, embed_dim=8, hidden=16, bidirectional=True)

@@ -1,19 +1,20 @@
 """Tiled attention: exact attention in blocks, with memory linear in the length.
 
 [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention] builds
-the L x S weights; training keeps them, and their scores, for the backward pass. The tiled
+the L x S weights; training keeps them (the softmax's output) for the backward pass. The tiled
 pass of FlashAttention (Dao et al. 2022, "FlashAttention: fast and memory-efficient exact
 attention with IO-awareness"; Dao 2023, "FlashAttention-2: faster attention with better
 parallelism and work partitioning") holds one block of them at a time:
 
-* forward: for each block of queries, read the keys and values block by block with the online
+* forward (in FlashAttention-2's loop order; the first paper ran the key blocks outside): for
+  each block of queries, read the keys and values block by block with the online
   softmax ([`online_step`][attnprimer.online_softmax.online_step]), and keep only the output
   and each query's log-sum-exp;
-* backward: recompute each block's weights from the scores and the saved log-sum-exp,
-  ``P = exp(S - lse)``, and accumulate the gradients block by block. With
+* backward: recompute each block's weights from the scaled scores ``Z`` and the saved
+  log-sum-exp, ``P = exp(Z - lse)``, and accumulate the gradients block by block. With
   ``delta_i = sum_d dO_id O_id`` (the rowsum of the output gradient times the output), the
-  gradient of the scores is ``dS = P * (dP - delta)``, where ``dP = dO V^T``. As in
-  FlashAttention-2, the outer loop runs over key blocks, whose dK and dV it finishes, and the
+  gradient of the scores is ``dZ = P * (dP - delta)``, where ``dP = dO V^T``. As in both
+  papers, the outer loop runs over key blocks, whose dK and dV it finishes, and the
   inner one over query blocks.
 
 What is kept for the backward pass is the input, the output and one number per query:
