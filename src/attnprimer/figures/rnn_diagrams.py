@@ -186,8 +186,8 @@ def plot_alignment_model(weights: torch.Tensor, inputs: str, outputs: list[str],
 def _one_step(axes, row: torch.Tensor, inputs: str, xs: list[float], step: int,
               written: str) -> None:
     """Panel (a): the alignment model at one output step, arrows as wide as ``row`` (S,)."""
-    label(axes, 0.2, 6.75, f"(a) output step t = {step} (steps and positions count from 0): "
-          "the alignment model scores $s_{t-1}$ against every $h_j$", fontsize=10, ha="left")
+    label(axes, 0.2, 6.75, f"(a) step t = {step} (counted from 0): the alignment model "
+          "scores $s_{t-1}$ against every $h_j$", fontsize=10, ha="left")
     query = box(axes, 0.65, 6.05, "$s_{t-1}$", shape="(B, D)", width=0.7, height=0.5)
     score = box(axes, 2.55, 6.05, "alignment model\n$e_{tj} = v^\\top\\tanh(W_q s_{t-1} + "
                 "W_k h_j)$", "learned", width=2.5, height=0.55, fontsize=9)
