@@ -82,11 +82,11 @@ def package_copy(tmp_path, monkeypatch):
     a test edits the copy to see what an edit would retrain or re-render."""
     import shutil
 
-    import attnprimer.cache as cache_module
+    import attnprimer.fingerprints as fingerprints
 
     copy = tmp_path / "attnprimer"
-    shutil.copytree(cache_module.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(cache_module, "ROOT", copy)
+    shutil.copytree(fingerprints.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fingerprints, "ROOT", copy)
     return copy
 
 

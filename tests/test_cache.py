@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 import attnprimer.cache as cache_module
-from attnprimer.cache import (cache_dir, cached_path, cached_result, dependencies, get_trained,
-                              train_missing)
+import attnprimer.fingerprints as fingerprints
+from attnprimer.cache import cached_path, cached_result, get_trained, train_missing
+from attnprimer.files import cache_dir
+from attnprimer.fingerprints import dependencies
 from attnprimer.checkpoints import load_checkpoint
 from attnprimer.site_models import SITE_MODELS
 from attnprimer.tasks import CountingTask
@@ -140,33 +142,33 @@ def test_the_dependencies_come_from_the_imports(package_copy):
 
 def _forget_parses_in_this_process(monkeypatch) -> None:
     """As a new process starts: nothing parsed, nothing read from the cache folder yet."""
-    cache_module._parsed.cache_clear()
-    cache_module._kept_parses.cache_clear()
-    monkeypatch.setattr(cache_module, "_unsaved", set())
+    fingerprints._parsed.cache_clear()
+    fingerprints._kept_parses.cache_clear()
+    monkeypatch.setattr(fingerprints, "_unsaved", set())
 
 
 def test_a_new_process_reads_the_parses_an_earlier_one_kept(monkeypatch, temporary_cache):
     _forget_parses_in_this_process(monkeypatch)
-    first = cache_module.fingerprint("attnprimer.tasks.counting")
-    kept = temporary_cache / cache_module.PARSES_FILE
+    first = fingerprints.fingerprint("attnprimer.tasks.counting")
+    kept = temporary_cache / fingerprints.PARSES_FILE
     assert "attnprimer.models.counting" in kept.read_text(encoding="utf-8")
 
     _forget_parses_in_this_process(monkeypatch)
     parsed = []
-    real_parse = cache_module._parse
-    monkeypatch.setattr(cache_module, "_parse", lambda *args: parsed.append(args[1])
+    real_parse = fingerprints._parse
+    monkeypatch.setattr(fingerprints, "_parse", lambda *args: parsed.append(args[1])
                         or real_parse(*args))
-    assert cache_module.fingerprint("attnprimer.tasks.counting") == first
+    assert fingerprints.fingerprint("attnprimer.tasks.counting") == first
     assert parsed == []  # every module came from the file
 
 
 def test_an_edited_module_is_parsed_again_despite_the_kept_parse(package_copy, monkeypatch,
                                                                    temporary_cache):
     _forget_parses_in_this_process(monkeypatch)
-    before = cache_module.fingerprint("attnprimer.tasks.counting")
+    before = fingerprints.fingerprint("attnprimer.tasks.counting")
     _add_code("models/counting.py")(package_copy)
     _forget_parses_in_this_process(monkeypatch)
-    assert cache_module.fingerprint("attnprimer.tasks.counting") != before
+    assert fingerprints.fingerprint("attnprimer.tasks.counting") != before
 
 
 def test_a_cache_folder_that_cannot_be_written_costs_only_the_parse(monkeypatch, tmp_path):
@@ -174,7 +176,7 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_the_parse(monkeypatch,
     blocker.write_text("not a folder")
     monkeypatch.setenv("ATTNPRIMER_CACHE_DIR", str(blocker))
     _forget_parses_in_this_process(monkeypatch)
-    assert cache_module.fingerprint("attnprimer.masks") == cache_module.fingerprint(
+    assert fingerprints.fingerprint("attnprimer.masks") == fingerprints.fingerprint(
         "attnprimer.masks")
     assert blocker.read_text() == "not a folder"
 
@@ -313,7 +315,7 @@ def test_a_cached_result_is_computed_again_when_its_code_changes(tiny, monkeypat
 def test_a_package_experiment_is_keyed_on_its_module(tiny, monkeypatch):
     from attnprimer.analysis import mean_self_attention
 
-    assert cache_module._code_of(mean_self_attention) == cache_module.fingerprint(
+    assert cache_module._code_of(mean_self_attention) == fingerprints.fingerprint(
         "attnprimer.analysis")
 
 

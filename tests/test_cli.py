@@ -23,6 +23,7 @@ import attnprimer.cache as cache_module
 from attnprimer import cli
 from attnprimer.cache import cached_path
 from attnprimer.checkpoints import load_checkpoint, save_checkpoint
+from attnprimer.fingerprints import PARSES_FILE
 from attnprimer.cli import main
 from attnprimer.site_models import SiteModel
 from attnprimer.tasks import CountingTask
@@ -552,7 +553,7 @@ def files_in(folder: Path) -> list[Path]:
     """Every file under ``folder`` but the package's parse of its own modules, which any
     command may keep in the cache folder (a whole file, whatever interrupts it)."""
     return sorted(path for path in folder.rglob("*")
-                  if path.is_file() and path.name != cache_module.PARSES_FILE)
+                  if path.is_file() and path.name != PARSES_FILE)
 
 
 def test_ctrl_c_while_training_saves_nothing(run, monkeypatch, tmp_path, cache):

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 import attnprimer.figures.registry as registry_module
 from attnprimer.analysis import own_letter_mass
-from attnprimer.cache import fingerprint
+from attnprimer.fingerprints import fingerprint
 from attnprimer.figures import (
     FIGURES,
     Recipe,

@@ -4,7 +4,8 @@ On each build, :func:`attnprimer.explorer.write_explorer_data` writes the weight
 site models the explorer runs (seed 0 of the counting, signal, difference, reversal and
 Transformer models: ``attnprimer.explorer.explorer_models``) into
 ``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
-it is. It joins the site as ``assets/explorer/models.json``, which
+it is (and if neither the package's code nor those models changed, a stamp says so without
+importing torch). It joins the site as ``assets/explorer/models.json``, which
 ``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
 
 Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site
@@ -20,10 +21,11 @@ from pathlib import Path
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
-from attnprimer.explorer import write_explorer_data
+from attnprimer.fingerprints import current_outputs, record_outputs
 
 GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative to mkdocs.yml
 SITE_PATH = "assets/explorer/models.json"  # explorer.js fetches it from here
+STAMP = "models.stamp.json"  # beside models.json: the package and the models it was made from
 
 log = logging.getLogger("mkdocs.hooks.explorer")
 
@@ -31,7 +33,16 @@ log = logging.getLogger("mkdocs.hooks.explorer")
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     path = Path(config.config_file_path).resolve().parent / GENERATED / "models.json"
     started = time.perf_counter()
-    written = write_explorer_data(path)
+    stamp = path.with_name(STAMP)
+    if current_outputs(stamp) is None:  # else nothing changed: no torch
+        from attnprimer.cache import cached_path
+        from attnprimer.explorer import explorer_models, write_explorer_data
+
+        written = write_explorer_data(path)
+        models = [cached_path(model.task, model.config) for model in explorer_models().values()]
+        record_outputs(stamp, inputs=models, outputs=[path])
+    else:
+        written = False
     log.info("explorer: %s %s (%.0f kB) in %.1f s", "wrote" if written else "kept", path,
              path.stat().st_size / 1000, time.perf_counter() - started)
     files.append(File.generated(config, SITE_PATH, abs_src_path=str(path)))

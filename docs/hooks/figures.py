@@ -18,7 +18,9 @@ warm rebuild takes seconds). Then:
   ``check_paths: true``).
 
 Before rendering, every model of the catalogue (``attnprimer.site_models``) the cache lacks
-is trained, several at a time.
+is trained, several at a time. A stamp (``figures.stamp.json``) records the package's
+fingerprint and every model and artifact file; on a rebuild where none of them changed, the
+hook reads the stamp and imports neither torch nor matplotlib.
 
 Pages never type a number a model produced: they include what this hook made.
 """
@@ -31,27 +33,43 @@ import re
 import time
 from pathlib import Path
 
-import matplotlib
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
-matplotlib.use("Agg")  # select the backend in code: the environment may say otherwise
-
-from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
-from mkdocs.structure.files import File, Files  # noqa: E402
-from mkdocs.structure.pages import Page  # noqa: E402
-
-from attnprimer.cache import train_missing  # noqa: E402
-from attnprimer.figures import render_all  # noqa: E402
-from attnprimer.figures.registry import dark_twin  # noqa: E402
-from attnprimer.site_models import SITE_MODELS, SiteModel  # noqa: E402
+from attnprimer.fingerprints import current_outputs, record_outputs
 
 GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
 SITE_FOLDER = "figures"
+STAMP = "figures.stamp.json"  # in GENERATED: the package and the files the last rendering saw
 
 log = logging.getLogger("mkdocs.hooks.figures")
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     out_dir = Path(config.config_file_path).resolve().parent / GENERATED
+    started = time.perf_counter()
+    paths = current_outputs(out_dir / STAMP)  # nothing changed: no torch, no matplotlib
+    if paths is None:
+        paths = _train_and_render(out_dir)
+    for path in paths:
+        if path.suffix == ".svg":
+            site_path = f"{SITE_FOLDER}/{path.relative_to(out_dir).as_posix()}"
+            files.append(File.generated(config, site_path, abs_src_path=str(path)))
+    log.info("figures: %d artifacts ready in %.1f s (%s)", len(paths),
+             time.perf_counter() - started, out_dir)
+    return files
+
+
+def _train_and_render(out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # select the backend in code: the environment may say otherwise
+
+    from attnprimer.cache import cached_path, train_missing
+    from attnprimer.figures import render_all
+    from attnprimer.site_models import SITE_MODELS, SiteModel
+
     started = time.perf_counter()
     # A cold cache fills on every CPU at once.
     trained = train_missing((model.task, model.config) for model in SITE_MODELS)
@@ -60,13 +78,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
                  time.perf_counter() - started,
                  ", ".join(SiteModel(task, config).label for task, config in trained))
     paths = render_all(out_dir, workers=os.cpu_count() or 1)  # a chapter per process
-    for path in paths:
-        if path.suffix == ".svg":
-            site_path = f"{SITE_FOLDER}/{path.relative_to(out_dir).as_posix()}"
-            files.append(File.generated(config, site_path, abs_src_path=str(path)))
-    log.info("figures: %d artifacts ready in %.1f s (%s)", len(paths),
-             time.perf_counter() - started, out_dir)
-    return files
+    models = [cached_path(model.task, model.config) for model in SITE_MODELS]
+    record_outputs(out_dir / STAMP, inputs=models, outputs=paths)
+    return paths
 
 
 FIGURE_IMAGE = re.compile(
@@ -82,6 +96,6 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
 def _light_and_dark(match: re.Match) -> str:
     """One figure's ``<img>`` as two, each shown in one colour scheme only."""
     before, source, after = match["before"], match["src"], match["after"]
-    dark = dark_twin(source).as_posix()
+    dark = source.removesuffix(".svg") + ".dark.svg"  # attnprimer.figures.registry.dark_twin
     return (f'<img{before}src="{source}#only-light"{after}>'
             f'<img{before}src="{dark}#only-dark"{after}>')

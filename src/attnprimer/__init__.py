@@ -14,8 +14,9 @@ The public names, by chapter:
 * self-attention ([`attnprimer.multihead`][attnprimer.multihead]): [`split_heads`][attnprimer.multihead.split_heads], [`merge_heads`][attnprimer.multihead.merge_heads],
   [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention].
 * attention at scale ([`attnprimer.online_softmax`][attnprimer.online_softmax],
-  [`attnprimer.tiled`][attnprimer.tiled]): [`online_softmax`][attnprimer.online_softmax.online_softmax],
-  [`tiled_attention`][attnprimer.tiled.tiled_attention].
+  [`attnprimer.tiled`][attnprimer.tiled]): [`tiled_attention`][attnprimer.tiled.tiled_attention]
+  (and, from its module, [`online_softmax`][attnprimer.online_softmax.online_softmax]:
+  ``attnprimer.online_softmax`` is the module of that name).
 
 Shape legend everywhere: B batch, L query length, S key length, D model dim,
 H heads, Dh head dim.
@@ -28,20 +29,56 @@ Examples:
     (torch.Size([2, 3, 4]), torch.Size([2, 3, 5]))
 """
 
-from attnprimer.additive import AdditiveAttention, AdditiveScore, additive_scores
-from attnprimer.attention import attend, masked_softmax
-from attnprimer.dot_product import (
-    GeneralScore,
-    dot_scores,
-    general_scores,
-    scaled_dot_product_attention,
-)
-from attnprimer.kernel_regression import nadaraya_watson
-from attnprimer.masks import causal_mask, combine_masks, local_mask, padding_mask, to_blocked_mask
-from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
-from attnprimer.online_softmax import online_softmax
-from attnprimer.softmax import logsumexp, stable_softmax
-from attnprimer.tiled import tiled_attention
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# The public names, by the module that defines them. They load on first use (PEP 562), so
+# that importing one module of the package, such as ``attnprimer.fingerprints``, does not
+# import torch: the docs build reads the fingerprints on a rebuild where nothing changed.
+_PUBLIC = {
+    "attnprimer.additive": ["AdditiveAttention", "AdditiveScore", "additive_scores"],
+    "attnprimer.attention": ["attend", "masked_softmax"],
+    "attnprimer.dot_product": ["GeneralScore", "dot_scores", "general_scores",
+                               "scaled_dot_product_attention"],
+    "attnprimer.kernel_regression": ["nadaraya_watson"],
+    "attnprimer.masks": ["causal_mask", "combine_masks", "local_mask", "padding_mask",
+                         "to_blocked_mask"],
+    "attnprimer.multihead": ["MultiHeadAttention", "merge_heads", "split_heads"],
+    "attnprimer.softmax": ["logsumexp", "stable_softmax"],
+    "attnprimer.tiled": ["tiled_attention"],
+}
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+
+if TYPE_CHECKING:  # the same names, for type checkers and the API reference
+    from attnprimer.additive import AdditiveAttention, AdditiveScore, additive_scores
+    from attnprimer.attention import attend, masked_softmax
+    from attnprimer.dot_product import (
+        GeneralScore,
+        dot_scores,
+        general_scores,
+        scaled_dot_product_attention,
+    )
+    from attnprimer.kernel_regression import nadaraya_watson
+    from attnprimer.masks import (causal_mask, combine_masks, local_mask, padding_mask,
+                                  to_blocked_mask)
+    from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
+    from attnprimer.softmax import logsumexp, stable_softmax
+    from attnprimer.tiled import tiled_attention
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    globals()[name] = value  # found once; later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
 
 __version__ = "0.1.0"
 
@@ -61,7 +98,6 @@ __all__ = [
     "masked_softmax",
     "merge_heads",
     "nadaraya_watson",
-    "online_softmax",
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",

@@ -1,27 +1,26 @@
-"""The cache of trained models, and the fingerprints of code that every cache here keys on.
+"""The cache of trained models, keyed per model on the fingerprint of the code that shapes it.
 
-A trained model is cached on disk (see [`cache_dir`][attnprimer.cache.cache_dir]) under a key
+A trained model is cached on disk (see [`cache_dir`][attnprimer.files.cache_dir]) under a key
 made of its task and settings, its training settings (seed included) and the *fingerprint of
-the code that shapes it*: the task's module, every package module it imports (the model
-classes, the concept modules they are built from, ...), followed import by import, and the
-training loop with what it imports. The set is derived from the ``import`` statements, never
-kept by hand ([`dependencies`][attnprimer.cache.dependencies]), so
+the code that shapes it* ([`attnprimer.fingerprints`][attnprimer.fingerprints]): the task's
+module, every package module it imports (the model classes, the concept modules they are
+built from, ...), followed import by import, and the training loop with what it imports. The
+set is derived from the ``import`` statements, never kept by hand
+([`dependencies`][attnprimer.fingerprints.dependencies]), so
 
 * editing ``tasks/reversal.py`` retrains the reversal models and nothing else;
 * editing ``positional.py`` retrains the models whose task imports it (signal), not the
   counting models;
 * editing a docstring or a comment retrains nothing: a fingerprint covers the syntax tree
-  Python runs, without docstrings ([`code_fingerprint`][attnprimer.cache.code_fingerprint]).
+  Python runs, without docstrings ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]).
 
-The same [`fingerprint`][attnprimer.cache.fingerprint] keys the rendered figures (one chapter's
-figure module and what it imports) and the executed labs (the whole package).
+The results of experiments on trained models are cached the same way
+([`cached_result`][attnprimer.cache.cached_result]).
 """
 
 from __future__ import annotations
 
-import ast
 import fcntl
-import functools
 import hashlib
 import inspect
 import json
@@ -29,230 +28,31 @@ import os
 import textwrap
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from typing import Any, TypeVar
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, TypeVar
 
-from attnprimer.checkpoints import (CheckpointError, load_checkpoint, save_checkpoint,
-                                    write_atomically)
+from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from attnprimer.files import cache_dir, write_atomically
+from attnprimer.fingerprints import code_fingerprint, fingerprint, module_path
 from attnprimer.tasks.base import Task
 from attnprimer.train import (HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate,
                               single_thread, train)
 from attnprimer.workers import run_in_processes
 
 __all__ = [
-    "PACKAGE",
     "TRAINING_MODULES",
-    "cache_dir",
     "cached_evaluation",
     "cached_path",
     "cached_result",
-    "code_fingerprint",
-    "dependencies",
-    "fingerprint",
     "get_trained",
     "model_modules",
-    "package_fingerprint",
     "train_missing",
     "training_lock",
 ]
 
-PACKAGE = "attnprimer"
-ROOT = Path(__file__).parent
-
 TRAINING_MODULES = ("attnprimer.train",)
 """The training loop: its code (and what it imports) shapes every trained model."""
-
-
-def cache_dir() -> Path:
-    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``.
-
-    Examples:
-        >>> from attnprimer.tasks import CountingTask
-        >>> cached_path(CountingTask(), TrainConfig()).parent == cache_dir() / "models"
-        True
-    """
-    configured = os.environ.get("ATTNPRIMER_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "attnprimer"
-
-
-# --- fingerprints of code -------------------------------------------------------------------
-
-
-def code_fingerprint(source: str) -> str:
-    r"""What Python runs of ``source``: its syntax tree without docstrings (comments never get in).
-
-    Examples:
-        >>> code_fingerprint('def f():\n    "Doc."\n    return 1  # one') == code_fingerprint(
-        ...     "def f():\n    return 1")
-        True
-        >>> code_fingerprint("x = 1") == code_fingerprint("x = 2")
-        False
-    """
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = node.body[0] if node.body else None
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str)):
-                node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-
-def module_path(name: str) -> Path | None:
-    """The source file of package module ``name`` (``attnprimer.x.y``), or None if there is none.
-
-    Examples:
-        >>> module_path("attnprimer.tasks.counting").relative_to(ROOT).as_posix()
-        'tasks/counting.py'
-        >>> module_path("attnprimer.tasks").name, module_path("attnprimer.nothing") is None
-        ('__init__.py', True)
-    """
-    parts = name.split(".")
-    if parts[0] != PACKAGE:
-        return None
-    base = ROOT.joinpath(*parts[1:])
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _module_name(path: Path) -> str:
-    relative = path.relative_to(ROOT).with_suffix("")
-    parts = [part for part in relative.parts if part != "__init__"]
-    return ".".join([PACKAGE, *parts])
-
-
-@functools.cache
-def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, frozenset[str]]:
-    """A module file's fingerprint and the package modules it imports, anywhere in its code.
-
-    ``stamp`` (modification time, size) makes an edited file parse again. Parsing the whole
-    package takes most of a second, which every process (a docs build, each test worker, each
-    ``attnprimer`` command) would pay: results are also kept on disk, keyed by the file's bytes.
-    """
-    source = path.read_text(encoding="utf-8")
-    name = _module_name(path)
-    key = hashlib.sha256(source.encode()).hexdigest()
-    kept = _kept_parses().get(name)
-    if kept is not None and kept[0] == key:
-        return kept[1], frozenset(kept[2])
-    result = _parse(source, name, path)
-    _keep_parse(name, key, result)
-    return result
-
-
-def _parse(source: str, name: str, path: Path) -> tuple[str, frozenset[str]]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    imported: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from ..x import y
-                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                base = f"{anchor}.{base}" if base else anchor
-            imported.add(base)
-            imported.update(f"{base}.{alias.name}" for alias in node.names)  # submodules
-    found = frozenset(name for name in imported if module_path(name) is not None)
-    return code_fingerprint(source), found
-
-
-PARSES_FILE = "parsed-modules.json"
-"""The file in [`cache_dir`][attnprimer.cache.cache_dir] that keeps each module's parse."""
-
-
-@functools.cache
-def _kept_parses() -> dict[str, list]:
-    """The parses kept on disk by earlier processes (empty if none can be read)."""
-    try:
-        kept = json.loads((cache_dir() / PARSES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return kept if isinstance(kept, dict) else {}
-
-
-def _keep_parse(name: str, key: str, result: tuple[str, frozenset[str]]) -> None:
-    """Remember one module's parse in this process; `_save_parses` writes them to disk."""
-    _kept_parses()[name] = [key, result[0], sorted(result[1])]
-    _unsaved.add(name)
-
-
-_unsaved: set[str] = set()  # modules parsed by this process since the file was last written
-
-
-def _save_parses() -> None:
-    """Write the kept parses, if any are new and the cache folder can be written (else skip)."""
-    if not _unsaved:
-        return
-    content = json.dumps(_kept_parses(), sort_keys=True).encode()
-    _unsaved.clear()
-    try:
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        write_atomically(cache_dir() / PARSES_FILE, lambda file: file.write(content))
-    except OSError:
-        pass  # a cache that cannot be written only costs the parse next time
-
-
-def _read(name: str) -> tuple[str, frozenset[str]]:
-    path = module_path(name)
-    status = path.stat()
-    return _parsed(path, (status.st_mtime_ns, status.st_size))
-
-
-def dependencies(*modules: str) -> tuple[str, ...]:
-    """``modules`` and every package module they import, directly or not, sorted.
-
-    A package's ``__init__`` counts when it is imported by name (``from attnprimer.tasks
-    import X``), not when one of its submodules is (``from attnprimer.tasks.base import X``):
-    what a model is built from is what its code names.
-
-    Examples:
-        >>> deps = dependencies("attnprimer.tasks.counting")
-        >>> "attnprimer.models.counting" in deps, "attnprimer.positional" in deps
-        (True, False)
-        >>> "attnprimer.positional" in dependencies("attnprimer.tasks.signal")
-        True
-    """
-    seen: set[str] = set()
-    waiting = list(modules)
-    while waiting:
-        name = waiting.pop()
-        if name in seen:
-            continue
-        if module_path(name) is None:
-            raise ValueError(f"{name!r} is not a module of the {PACKAGE} package")
-        seen.add(name)
-        waiting.extend(_read(name)[1])
-    _save_parses()
-    return tuple(sorted(seen))
-
-
-def fingerprint(*modules: str) -> str:
-    """A hash of the code of ``modules`` and of everything they import from the package.
-
-    Examples:
-        >>> fingerprint("attnprimer.masks") == fingerprint("attnprimer.masks")
-        True
-        >>> fingerprint("attnprimer.masks") == fingerprint("attnprimer.positional")
-        False
-    """
-    digest = hashlib.sha256()
-    for name in dependencies(*modules):
-        digest.update(name.encode())
-        digest.update(_read(name)[0].encode())
-    return digest.hexdigest()
-
-
-def package_fingerprint() -> str:
-    """A hash of the whole package's code: what a lab, which may use anything, is keyed on."""
-    modules = sorted(_module_name(path) for path in ROOT.rglob("*.py"))
-    return fingerprint(*modules)
 
 
 # --- the cache of trained models -------------------------------------------------------------

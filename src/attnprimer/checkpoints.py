@@ -2,7 +2,7 @@
 
 A checkpoint holds the task's name and settings, the training settings, the weights and
 the training history. [`save_checkpoint`][attnprimer.checkpoints.save_checkpoint] writes it
-through [`write_atomically`][attnprimer.checkpoints.write_atomically], so a crash or a Ctrl-C
+through [`write_atomically`][attnprimer.files.write_atomically], so a crash or a Ctrl-C
 never leaves half a file behind; [`load_checkpoint`][attnprimer.checkpoints.load_checkpoint]
 reads it with ``weights_only=True`` and rebuilds the model from its task.
 """
@@ -10,19 +10,17 @@ reads it with ``weights_only=True`` and rebuilds the model from its task.
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Callable
+import tempfile  # noqa: F401  (the examples use it)
 from dataclasses import asdict
 from pathlib import Path
-from typing import BinaryIO
 
 import torch
 
+from attnprimer.files import write_atomically
 from attnprimer.tasks import get_task
 from attnprimer.train import TrainConfig, TrainedModel
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "load_checkpoint", "save_checkpoint",
-           "write_atomically"]
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "load_checkpoint", "save_checkpoint"]
 
 CHECKPOINT_FORMAT = 1
 
@@ -57,32 +55,6 @@ def save_checkpoint(trained: TrainedModel, path: str | os.PathLike) -> Path:
     }
     write_atomically(path, lambda file: torch.save(payload, file))
     return path
-
-
-def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object],
-                     mode: int | None = None) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then move it into place.
-
-    A reader (or a crash) never sees half a file: ``path`` holds the old content or the
-    new, whole. ``mode`` sets the file's permissions (mkstemp's are 0600).
-
-    Examples:
-        >>> path = Path(tempfile.mkdtemp()) / "note.txt"
-        >>> write_atomically(path, lambda file: file.write(b"whole"))
-        >>> path.read_bytes(), [other.name for other in path.parent.iterdir()]
-        (b'whole', ['note.txt'])
-    """
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            write(file)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def load_checkpoint(path: str | os.PathLike) -> TrainedModel:

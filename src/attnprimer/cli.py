@@ -29,7 +29,8 @@ import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from attnprimer.cache import cache_dir, cached_path, get_trained, train_missing
+from attnprimer.cache import cached_path, get_trained, train_missing
+from attnprimer.files import cache_dir
 from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from attnprimer.tasks import TASKS, Task
 from attnprimer.train import (

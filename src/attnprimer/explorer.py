@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from attnprimer import explorer_exports
-from attnprimer.checkpoints import write_atomically
+from attnprimer.files import write_atomically
 from attnprimer.explorer_exports import (
     HELD_OUT_SAMPLES,
     LONGEST_INPUT,

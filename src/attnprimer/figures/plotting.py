@@ -20,7 +20,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from attnprimer.checkpoints import write_atomically
+from attnprimer.files import write_atomically
 from attnprimer.tasks.base import BLANK, Task
 
 __all__ = [

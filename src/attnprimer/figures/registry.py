@@ -16,7 +16,7 @@ shows it.
 
 [`render_all`][attnprimer.figures.registry.render_all] keeps an artifact that was built by
 the same code: each one is stamped with the fingerprint of its chapter's module and every
-package module that module imports ([`attnprimer.cache.fingerprint`][attnprimer.cache.fingerprint]),
+package module that module imports ([`attnprimer.fingerprints.fingerprint`][attnprimer.fingerprints.fingerprint]),
 so editing one chapter's figure module re-renders that chapter's artifacts only.
 """
 
@@ -31,8 +31,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from attnprimer.cache import fingerprint
-from attnprimer.checkpoints import write_atomically
+from attnprimer.fingerprints import fingerprint
+from attnprimer.files import write_atomically
 from attnprimer.figures.plotting import save_figure
 from attnprimer.figures.theme import DARK_BACKGROUND, to_dark
 from attnprimer.train import single_thread

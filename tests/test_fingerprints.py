@@ -1,0 +1,87 @@
+"""What a rebuild where nothing changed reads: fingerprints and stamps, without torch."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import attnprimer
+from attnprimer.figures.registry import dark_twin
+from attnprimer.fingerprints import current_outputs, record_outputs
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_the_modules_a_warm_docs_build_imports_do_not_import_torch():
+    code = ("import sys, attnprimer, attnprimer.fingerprints, attnprimer.files, "
+            "attnprimer.snippets; attnprimer.fingerprints.package_fingerprint(); "
+            "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_every_public_name_loads_from_its_module():
+    for name in attnprimer.__all__:
+        module = importlib.import_module(attnprimer._MODULE_OF[name])
+        assert getattr(attnprimer, name) is getattr(module, name), name
+
+
+def test_the_type_checking_imports_name_the_same_public_names():
+    tree = ast.parse((ROOT / "src" / "attnprimer" / "__init__.py").read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If))
+    imported = {node.module: [alias.name for alias in node.names] for node in guarded.body}
+    assert imported == attnprimer._PUBLIC
+    assert sorted(attnprimer.__all__) == sorted(attnprimer._MODULE_OF)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    assert not hasattr(attnprimer, "no_such_name")
+
+
+def test_a_stamp_goes_stale_when_the_package_code_changes(package_copy, tmp_path):
+    made, model = tmp_path / "figure.svg", tmp_path / "model.pt"
+    made.write_text("<svg/>")
+    model.write_bytes(b"weights")
+    record_outputs(tmp_path / "stamp.json", inputs=[model], outputs=[made])
+    assert current_outputs(tmp_path / "stamp.json") == [made]
+
+    path = package_copy / "masks.py"  # a docstring: still current
+    path.write_text(path.read_text(encoding="utf-8").replace('"""', '"""Edited. ', 1),
+                    encoding="utf-8")
+    assert current_outputs(tmp_path / "stamp.json") == [made]
+    path.write_text(path.read_text(encoding="utf-8") + "\nEDITED = 1\n", encoding="utf-8")
+    assert current_outputs(tmp_path / "stamp.json") is None
+
+
+def test_a_stamp_goes_stale_when_an_input_changes_or_goes(tmp_path):
+    made, model = tmp_path / "figure.svg", tmp_path / "model.pt"
+    made.write_text("<svg/>")
+    model.write_bytes(b"weights")
+    record_outputs(tmp_path / "stamp.json", inputs=[model], outputs=[made])
+    model.write_bytes(b"other weights")
+    assert current_outputs(tmp_path / "stamp.json") is None
+    record_outputs(tmp_path / "stamp.json", inputs=[model], outputs=[made])
+    model.unlink()
+    assert current_outputs(tmp_path / "stamp.json") is None
+    assert current_outputs(tmp_path / "no-stamp.json") is None
+
+
+def test_the_figures_hook_names_dark_twins_as_the_registry_does():
+    spec = importlib.util.spec_from_file_location("figures_hook",
+                                                  ROOT / "docs" / "hooks" / "figures.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    source = "../figures/qkv/heatmap.svg"
+    html = hook.on_page_content(f'<img alt="x" src="{source}">', None, None, None)
+    assert f'src="{dark_twin(source).as_posix()}#only-dark"' in html
+
+
+def test_online_softmax_at_the_top_is_its_module_whatever_was_imported_first():
+    import attnprimer.tiled  # noqa: F401  (imports the module attnprimer.online_softmax)
+
+    assert attnprimer.online_softmax.online_softmax.__module__ == "attnprimer.online_softmax"
