@@ -24,6 +24,7 @@ it alone: the build is then only slower.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import re
@@ -129,38 +130,31 @@ def _format_signature(name, signature: str, line_length: int) -> str:
                        "signature", str(name), line_length)
 
 
-def _wrap(module, name: str, wrapper):
-    """Put ``wrapper`` in place of ``module.name``, and return the original.
+def _wrap(module_name: str, name: str, wrapper):
+    """Put ``wrapper`` in place of ``name`` in the module ``module_name``; return the module
+    and the original (None, None if either is missing: then the build is only slower).
 
     ``mkdocs serve`` loads the hooks again on every rebuild: the original is kept on the
     module, so a reload wraps it, never an earlier wrapper.
     """
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        module = None
+    if module is None or not callable(getattr(module, name, None)):
+        log.warning("highlight cache: no %s.%s to wrap; computing everything afresh",
+                    module_name, name)
+        return None, None
     kept_as = f"attnprimer_unwrapped_{name}"
     if not hasattr(module, kept_as):
         setattr(module, kept_as, getattr(module, name))
     setattr(module, name, wrapper)
-    return getattr(module, kept_as)
+    return module, getattr(module, kept_as)
 
 
-try:
-    from pymdownx import highlight as _pymdownx_highlight
-except ImportError:
-    _pymdownx_highlight = None
-if _pymdownx_highlight is not None and callable(getattr(_pymdownx_highlight, "highlight", None)):
-    _original_highlight = _wrap(_pymdownx_highlight, "highlight", _highlight)
-else:
-    log.warning("highlight cache: pymdownx.highlight has no highlight function; every code "
-                "block is highlighted afresh")
-
-try:
-    from mkdocstrings_handlers.python._internal import rendering as _rendering
-except ImportError:
-    _rendering = None
-if _rendering is not None and callable(getattr(_rendering, "_format_signature", None)):
-    _original_signature = _wrap(_rendering, "_format_signature", _format_signature)
-else:
-    log.warning("highlight cache: mkdocstrings-python has no rendering._format_signature; "
-                "every signature is formatted afresh")
+_, _original_highlight = _wrap("pymdownx.highlight", "highlight", _highlight)
+_rendering, _original_signature = _wrap("mkdocstrings_handlers.python._internal.rendering",
+                                        "_format_signature", _format_signature)
 
 
 def on_config(config: MkDocsConfig) -> None:
