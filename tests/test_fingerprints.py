@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import attnprimer
 from attnprimer.figures.registry import dark_twin
 from attnprimer.fingerprints import current_outputs, record_outputs
+from docs_hooks import load_hook
 
 ROOT = Path(__file__).parents[1]
 
@@ -72,10 +72,7 @@ def test_a_stamp_goes_stale_when_an_input_changes_or_goes(tmp_path):
 
 
 def test_the_figures_hook_names_dark_twins_as_the_registry_does():
-    spec = importlib.util.spec_from_file_location("figures_hook",
-                                                  ROOT / "docs" / "hooks" / "figures.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
+    hook = load_hook("figures")
     source = "../figures/qkv/heatmap.svg"
     html = hook.on_page_content(f'<img alt="x" src="{source}">', None, None, None)
     assert f'src="{dark_twin(source).as_posix()}#only-dark"' in html

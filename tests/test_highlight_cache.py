@@ -8,8 +8,6 @@ signature's cross-references in for other random names.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,18 +15,9 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-ROOT = Path(__file__).parents[1]
+from docs_hooks import load_hook
 
-
-def _load_hook():
-    spec = importlib.util.spec_from_file_location(
-        "highlight_cache_hook", ROOT / "docs" / "hooks" / "highlight_cache.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hook = _load_hook()
+hook = load_hook("highlight_cache")
 
 CODE = "def attend(query, key, value):\n    return softmax(query @ key.T) @ value\n"
 

@@ -8,7 +8,6 @@ failing lab fails a build.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import nbformat
 import pytest
 
 from attnprimer.exercises import EXERCISES, ExerciseError, check
+from docs_hooks import load_hook
 
 ROOT = Path(__file__).parents[1]
 LABS = sorted((ROOT / "docs" / "labs").glob("*.py"))
@@ -28,14 +28,7 @@ CHAPTERS = sorted(path.stem for path in (ROOT / "docs" / "chapters").glob("*.md"
 CHECK = re.compile(r'exercises\.check\(\s*"(\w+)",\s*(\w+)\)')
 
 
-def _load_hook():
-    spec = importlib.util.spec_from_file_location("labs_hook", ROOT / "docs" / "hooks" / "labs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hook = _load_hook()
+hook = load_hook("labs")
 
 
 def _notebook(path: Path) -> nbformat.NotebookNode:

@@ -6,25 +6,15 @@ wrapper and the plugin's own method the same pages and compare what each adds to
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from material.plugins.search import plugin as search_plugin
 
-ROOT = Path(__file__).parents[1]
+from docs_hooks import load_hook
 
-
-def _load_hook():
-    spec = importlib.util.spec_from_file_location(
-        "search_cache_hook", ROOT / "docs" / "hooks" / "search_cache.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hook = _load_hook()
+hook = load_hook("search_cache")
 
 HTML = """<h1 id="attention">Attention</h1><p>Every query reads a weighted average.</p>
 <h2 id="masks">Masks</h2><p>A mask says who may look at whom.</p>"""
@@ -53,7 +43,7 @@ def cache(tmp_path):
 def test_the_hook_wraps_the_plugins_method_once():
     assert search_plugin.SearchIndex.add_entry_from_context is hook._add_entry_from_context
     assert hook._original is search_plugin.SearchIndex.attnprimer_unwrapped
-    reloaded = _load_hook()  # mkdocs serve loads the hooks again on every rebuild
+    reloaded = load_hook("search_cache")  # mkdocs serve loads the hooks again on every rebuild
     assert reloaded._original is hook._original
 
 
