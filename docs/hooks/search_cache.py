@@ -22,6 +22,8 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 
+from attnprimer.files import write_atomically
+
 CACHE = Path(".cache") / "attnprimer" / "search.json"  # relative to mkdocs.yml
 
 log = logging.getLogger("mkdocs.hooks.search_cache")
@@ -86,6 +88,5 @@ def on_config(config: MkDocsConfig) -> None:
 def on_post_build(config: MkDocsConfig) -> None:
     """Keep this build's entries only, so the file does not grow with old pages."""
     _path.parent.mkdir(parents=True, exist_ok=True)
-    partial = _path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(_used), encoding="utf-8")
-    partial.replace(_path)
+    content = json.dumps(_used).encode()
+    write_atomically(_path, lambda file: file.write(content))
