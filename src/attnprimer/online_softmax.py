@@ -2,8 +2,9 @@
 
 The stable softmax ([`attnprimer.softmax`][attnprimer.softmax]) reads a row of scores three
 times: once for its maximum ``m``, once for the sum ``s = sum_k exp(x_k - m)`` (which needs
-``m``), once more to divide. Its statistics need not come from the whole row at once. Two blocks of one row, with statistics
-``(m1, s1)`` and ``(m2, s2)``, combine into those of the whole row:
+``m``), once more to divide. Its statistics need not come from the whole row at once. Two
+blocks of one row, with statistics ``(m1, s1)`` and ``(m2, s2)``, combine into those of the
+whole row:
 
     m = max(m1, m2),    s = s1 * exp(m1 - m) + s2 * exp(m2 - m),
 

@@ -16,8 +16,8 @@ shows it.
 
 [`render_all`][attnprimer.figures.registry.render_all] keeps an artifact that was built by
 the same code: each one is stamped with the fingerprint of its chapter's module and every
-package module that module imports ([`attnprimer.fingerprints.fingerprint`][attnprimer.fingerprints.fingerprint]),
-so editing one chapter's figure module re-renders that chapter's artifacts only.
+package module that module imports
+([`attnprimer.fingerprints.fingerprint`][attnprimer.fingerprints.fingerprint]), so editing one chapter's figure module re-renders that chapter's artifacts only.
 """
 
 from __future__ import annotations

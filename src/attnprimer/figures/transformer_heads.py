@@ -163,7 +163,8 @@ def copy_test_table() -> str:
          "by seed, %"], rows,
         caption="Greedy exact match on 500 held-out inputs of 1 to 10 letters with a group of "
                 "heads switched off together. The groups are chosen in each seed from its own "
-                "weights (the copy column of that model's table above, per seed): the head or the two heads "
-                "with the most weight on the letter being copied, the one or two with the "
-                "least, and every head of one layer. Heads are named layer.head (2.4: head 4 of the "
-                "second block's cross-attention, or of the decoder-only model's second block).")
+                "weights (the copy column of that model's table above, per seed): the head or "
+                "the two heads with the most weight on the letter being copied, the one or two "
+                "with the least, and every head of one layer. Heads are named layer.head (2.4: "
+                "head 4 of the second block's cross-attention, or of the decoder-only model's "
+                "second block).")
