@@ -67,15 +67,16 @@ print(nope_position_signal(8))
 #
 # The chapter's models were trained to reverse inputs of 1 to 8 letters; all but NoPE
 # learned them (NoPE gets about three in five 8-letter inputs right). Pick a scheme and an input
-# of your own, longer than 8 letters, and see what the model writes. The input is padded on the
-# left, as the task's `encode` does; `predict` decodes greedily.
+# of your own, longer than 8 letters, and see what the model writes. The task is set to the
+# input's length, so the input has no padding and the plots below line up; `predict` decodes
+# greedily.
 
 # %%
 scheme = "relative"  # try "none", "sinusoidal", "alibi", "rotary"
 trained = site_model("copy-reverse", operation="reverse",
                      pos_enc=scheme).trained()
-task = trained.task.at_length(11)
 letters = "ABCDEFGHACE"
+task = trained.task.at_length(len(letters))
 _, prediction = predict(trained.model, task.encode(letters)[None])
 written = task.decode_output(prediction[0])
 print(f"{letters} -> {written}  (right: {letters[::-1]}.)")
@@ -84,7 +85,7 @@ print(f"{letters} -> {written}  (right: {letters[::-1]}.)")
 # ## Where it looked
 #
 # Each layer has four heads. This cell draws the second layer's heads while the model writes
-# the first output letters, over the input letters: the right alignment for reverse is the
+# each output letter, over the input letters: the right alignment for reverse is the
 # anti-diagonal. Try other schemes and lengths, and compare with a length the model was
 # trained on.
 
