@@ -141,5 +141,5 @@ for length in (1024, 4096):
     print(f"L = {length}: {1e3 * elapsed:.0f} ms")
 
 # %% [markdown]
-# Try it: time the same calls without the window (`tiled_attention(q, k, v,
+# Try it: time the same calls without the window (`tiled_attention(q, k, v, causal=True,
 # block_size=256)`), and guess the ratio between the two lengths before you run it.
