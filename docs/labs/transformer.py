@@ -91,11 +91,13 @@ print("equal to EncoderBlock(pre_norm=True) on a (2, 7, 16) input")
 # ## Exercise: the decoder-only model's mask
 #
 # The chapter's decoder-only model reads one sequence: the input (padded with token 0 up
-# to its length $S$), a separator, then the output written so far. Each position
-# predicts the next token, so query $i$ may read keys $0, \dots, i$ and nothing after
-# them: key $i + 1$ is the answer it is being trained to give, and under teacher
-# forcing it sits right there in the sequence. The input's padding is no token at all,
-# so no query may read it either.
+# to its length $S$), a separator, then the output written so far. From the separator
+# on, each position predicts the next token (the loss covers the output steps only), so
+# query $i$ may read keys $0, \dots, i$ and nothing after them: key $i + 1$ is the answer
+# it is being trained to give, and under teacher forcing it sits right there in the
+# sequence. The model puts the same causal mask over the input too, though no input
+# position is trained to predict anything. The input's padding is no token at all, so no
+# query may read it either.
 #
 # Write `decoder_mask(sequence, source_length)`: from tokens (B, L), of which the first
 # `source_length` are the input, a boolean (B, L, L) mask, **True = may attend**, row $i$
