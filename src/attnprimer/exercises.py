@@ -268,8 +268,8 @@ def _compare_values(got: torch.Tensor, expected: torch.Tensor, atol: float) -> s
         return None
     nans = int((got.isnan() & ~expected.isnan()).sum()) if got.is_floating_point() else 0
     if nans:
-        return (f"{nans} of {got.numel()} entries are NaN (a softmax over a row of -inf gives "
-                f"NaN: is a row fully masked?)")
+        return (f"{nans} of {got.numel()} entries are NaN (inf - inf and 0 * inf give NaN: "
+                f"a softmax over a fully masked row, or an exp() of an infinite difference?)")
     return f"{count} of {got.numel()} entries differ from the reference"
 
 
