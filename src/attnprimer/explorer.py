@@ -2,9 +2,10 @@
 
 The explorer page (``docs/explorer.md``) lets a reader type a sequence and see, with no Python
 behind the page, what the site's trained models predict, where they attend, and what happens
-when a step's attention is blocked, swapped or forced, or a head is switched off. A small
-hand-written script, ``docs/javascripts/explorer.js``, runs their forward passes; this module
-gives it the weights.
+when a step's attention is blocked, swapped or forced, or a head is switched off. Small
+hand-written scripts run their forward passes (``docs/javascripts/explorer-models.js``, on the
+layers of ``explorer-nn.js``; ``explorer.js`` reads the controls and draws); this module gives
+them the weights.
 
 [`explorer_data`][attnprimer.explorer.explorer_data] collects, for each model the page runs
 ([`explorer_models`][attnprimer.explorer.explorer_models]), what
