@@ -59,6 +59,8 @@ class SignalTask(Task):
     # The original trained 2000 steps at a constant 1e-3 and reported losses only.
     train_defaults = {"steps": 3000, "lr": 3e-3}
 
+    max_len: int = field(default=10, metadata={
+        "help": "letters after the signal (the input has max_len + 1)"})
     hidden: int = field(default=64, metadata={"help": "model width D"})
     pos_enc: str = field(
         default="none",
