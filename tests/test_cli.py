@@ -26,7 +26,7 @@ from attnprimer.checkpoints import load_checkpoint, save_checkpoint
 from attnprimer.fingerprints import PARSES_FILE
 from attnprimer.cli import main
 from attnprimer.site_models import SiteModel
-from attnprimer.tasks import CountingTask
+from attnprimer.tasks import TASKS, CountingTask
 from attnprimer.train import TrainConfig, train
 
 TINY = ["--steps", "20", "--hidden", "8"]
@@ -312,6 +312,18 @@ def test_help_exits_0(run):
     for flag in ("--steps", "--batch-size", "--lr", "--seed", "--max-len", "--vocab-size",
                  "--hidden", "--checkpoint"):
         assert flag in out
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_each_task_says_what_its_input_is_with_an_example_it_accepts(run, name):
+    code, out, _ = run("test", name, "--help")
+    assert code == 0
+    form, example = cli.INPUT_FORMATS[name]
+    assert f'"{example}"' in " ".join(out.split())  # argparse folds long help lines
+    assert TASKS[name]().encode(example).dim() == 1  # the example is valid input
+    if "no blanks" in form:  # and a blank in it is refused
+        with pytest.raises(ValueError):
+            TASKS[name]().encode(example[:2] + " " + example[3:])
 
 
 # --- no usable model: exit code 1 ----------------------------------------------------------------
@@ -923,7 +935,7 @@ TRAIN_ALL_TWO_MODELS = """
 import os, sys
 os.cpu_count = lambda: 2  # two workers, even on a machine with one CPU
 import attnprimer.site_models as site_models
-from attnprimer.tasks import CountingTask
+from attnprimer.tasks import TASKS, CountingTask
 from attnprimer.train import TrainConfig
 site_models.SITE_MODELS = tuple(
     site_models.SiteModel(CountingTask(hidden=8), TrainConfig(steps=100_000, seed=seed))

@@ -114,12 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     every.set_defaults(handler=_train_site_models)
 
     _, subs = _task_commands(commands, "test", "show a trained model's prediction and attention")
-    for sub in subs:
+    for name, sub in zip(TASKS, subs, strict=True):
         _add_checkpoint_flag(sub)
+        form, example = INPUT_FORMATS[name]
         sub.add_argument(
             "--input",
-            help='letters and spaces (blanks), e.g. "AAC CB"; padded with blanks to --max-len. '
-            "Default: a random held-out sequence",
+            help=f'{form}, e.g. "{example}". Default: a random held-out sequence',
         )
         sub.add_argument("--data-seed", type=_non_negative_int, default=0,
                          help="seed of the random input when --input is not given (default: 0)")
@@ -151,6 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- flags from dataclass fields -------------------------------------------------------------
+
+
+INPUT_FORMATS: dict[str, tuple[str, str]] = {
+    "counting": ("letters and spaces (blanks), padded with blanks to --max-len", "AAC CB"),
+    "difference": ("letters and spaces (blanks), padded with blanks to --max-len", "BBBA ACABB"),
+    "signal": ("exactly --max-len + 1 letters, no blanks; the first is the signal", "BCACABBAACB"),
+    "reversal": ("1 to --max-len letters, no blanks", "HEADBADGE"),
+    "reversal-transformer": ("1 to --max-len letters, no blanks", "HEADBADGE"),
+    "copy-reverse": ("letters, no blanks; longer than --max-len is allowed", "ABCDEFGHAC"),
+}
+"""What ``test --input`` takes for each task, and an example of it (the task's ``encode``)."""
 
 
 def _task_commands(commands, command: str, help: str):
