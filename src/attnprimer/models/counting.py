@@ -95,7 +95,8 @@ class StartTokenCountingModel(CountingModel):
         super().__init__(num_tokens + 1, num_queries, num_classes, hidden)  # + the start token
 
     def read(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Prepend the start token (id ``num_tokens - 1``), read, and drop its weight column."""
+        """Prepend the start token (id ``self.num_tokens - 1``, the constructor's ``num_tokens``:
+        one past the input's tokens), read, and drop its weight column."""
         start = torch.full_like(tokens[:, :1], self.num_tokens - 1)  # (B, 1)
         hidden, weights = super().read(torch.cat([start, tokens], dim=1))  # (B, T, 1 + S)
         return hidden, weights[..., 1:]  # (B, T, S): the weights on the input tokens
