@@ -13,9 +13,11 @@ times one forward and backward pass and measures the memory it adds at its peak,
 and, for a causal sliding window reaching ``window`` keys back, at lengths of their own:
 
 * ``tiled, local``: tiled attention skipping the blocks outside the window;
-* ``fused, local mask``: the fused kernel given the same window as a dense boolean mask.
+* ``fused, local mask``: the fused kernel given the same window as a dense boolean mask,
+  up to ``materialise_up_to`` only (the mask is L x L).
 
-Everything runs on one torch thread (``SETTINGS["threads"]``): the tiled pass is a Python loop
+The command line, and so the fresh-process measurement, runs on one torch thread
+(``SETTINGS["threads"]``; a direct call runs on the caller's threads): the tiled pass is a Python loop
 of small operations, and with two threads each of them waits for both, which on a machine
 shared with other work made it many times slower, a cost of the loop and the machine, not of
 the method. Memory is measured with [`peak_memory`][attnprimer.cost.peak_memory].
@@ -100,8 +102,10 @@ def measure_training_cost(
 
     Random float32 inputs (B, H, L, Dh), gradients of query, key and value. Each
     (implementation, length) pair runs once to warm up if L <= 1024, then ``repeats`` times;
-    each run is timed and its peak measured; the shortest time (other work on the machine can
-    only slow a call down) and the median peak are kept.
+    each run's pass is timed (the time excludes the memory measurement around it) and its peak
+    measured; the shortest time (other work on the machine can only slow a call down) and the
+    median peak are kept. The materialised pass and the dense local mask run up to
+    ``materialise_up_to`` only.
 
     Examples:
         >>> points = measure_training_cost((64,), (64,), block_size=16, window=16, repeats=1)
@@ -124,9 +128,13 @@ def measure_training_cost(
                 call()  # warm-up: first-call allocations and dispatch
             times, peaks = [], []
             for _ in range(repeats):
-                started = time.perf_counter()
-                peaks.append(peak_memory(call))
-                times.append(time.perf_counter() - started)
+
+                def timed(call=call):
+                    started = time.perf_counter()
+                    call()
+                    times.append(time.perf_counter() - started)  # noqa: B023
+
+                peaks.append(peak_memory(timed))
             peak = None if None in peaks else int(statistics.median(peaks))
             points.append(CostPoint(name, length, min(times), peak))
     return points
