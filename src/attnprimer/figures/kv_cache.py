@@ -185,7 +185,7 @@ def kv_cost_table() -> str:
                 f"once (for the memory; the times are measured under it too, which can slow "
                 f"both decodings), measured when this page was built: the fastest of 2 "
                 f"decodings, prefill included; peak: the extra resident memory at the "
-                f"decoding's peak (the median of 2), which small allocations can hide. "
+                f"decoding's peak (the larger of 2), which small allocations can hide. "
                 f"\"Cache\": the bytes of the keys and values held at the end.")
 
 
