@@ -69,7 +69,7 @@ def nadaraya_watson(
 
     Returns:
         ``(estimate, weights)``: estimate (..., L, Dv), weights (..., L, S); each weight row
-        is positive and sums to 1.
+        sums to 1, its weights non-negative (a narrow kernel's far weights underflow to 0).
 
     Examples:
         >>> key = torch.tensor([[0.0], [1.0]])

@@ -152,7 +152,7 @@ def plot_own_letter_mass(counts: torch.Tensor, mass: torch.Tensor, length: int) 
     axes.plot(seen, [mass[counts == n].mean() for n in seen], color=ORANGE, marker="o",
               label="mean")
     axes.plot(seen, seen / length, color=GREY, ls="--", label=f"uniform attention (n/{length})")
-    axes.set_xlabel(f"how often the step's letter occurs in the {length} inputs")
+    axes.set_xlabel(f"how often the step's letter occurs among the {length} input tokens")
     axes.set_ylabel("attention weight on that letter")
     axes.set_ylim(-0.02, 1.02)
     axes.set_xticks(seen)
