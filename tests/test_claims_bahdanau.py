@@ -153,10 +153,16 @@ def test_the_lead_of_attention_grows_with_the_length(by_length):
     lead = by_length["attention (additive)"] - by_length["vanilla"]  # (seeds, lengths)
     assert (lead[:, 9] > lead[:, 4] + 0.2).all()  # at 10 letters far more than at 5
     # the caption: "furthest just past them", over both one-vector models, seed means
-    for name in ("attention (additive)", BIDIRECTIONAL):
+    for name in ("attention (additive)", "attention (dot)", BIDIRECTIONAL):
         for one_vector in ("vanilla", "peeky"):
             lead = (by_length[name] - by_length[one_vector]).mean(axis=0)
             assert 11 <= int(np.argmax(lead)) + 1 <= 13, (name, one_vector, lead)
+    # "the unidirectional attention models pull ahead ... not before the longest trained
+    # lengths": up to 8 letters, less than a tenth ahead of either one-vector model
+    for name in ("attention (additive)", "attention (dot)"):
+        for one_vector in ("vanilla", "peeky"):
+            lead = (by_length[name] - by_length[one_vector]).mean(axis=0)
+            assert lead[:8].max() < 0.1, (name, one_vector, lead)
 
 
 def test_the_dot_model_ends_below_the_additive_one_on_average(by_length):
@@ -302,6 +308,7 @@ def test_the_bidirectional_decoder_uses_the_copied_letter_and_more(models):
         # "reading only the position of its own largest weight costs it at least one letter in
         # twenty"
         assert each["its own largest weight"] <= each["as trained"] - 0.05
-    assert min(each["one to its right"] for each in forced) <= 0.2  # "in some close to chance"
+    # "in some close to chance": more than one seed
+    assert sum(each["one to its right"] <= 0.2 for each in forced) >= 2
     # "and far more in most"
     assert sum(each["as trained"] - each["its own largest weight"] >= 0.15 for each in forced) >= 2
