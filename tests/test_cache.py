@@ -127,6 +127,19 @@ def test_editing_a_docstring_or_a_comment_retrains_nothing(package_copy):
     assert _retrained_by(package_copy, edit) == set()
 
 
+def test_editing_an_attribute_docstring_retrains_nothing(package_copy):
+    """The docstring after an assignment (``WARMUP = 0.1`` then a string), which the API
+    reference publishes: train.py is in every model's key."""
+    def edit(root):
+        path = root / "train.py"
+        source = path.read_text(encoding="utf-8")
+        assert '"""The share of the steps' in source
+        path.write_text(source.replace('"""The share of the steps', '"""Edited. The share', 1),
+                        encoding="utf-8")
+
+    assert _retrained_by(package_copy, edit) == set()
+
+
 def test_the_dependencies_come_from_the_imports(package_copy):
     def edit(root):  # the counting model starts to use the positional module
         path = root / "models" / "counting.py"
@@ -169,6 +182,23 @@ def test_an_edited_module_is_parsed_again_despite_the_kept_parse(package_copy, m
     _add_code("models/counting.py")(package_copy)
     _forget_parses_in_this_process(monkeypatch)
     assert fingerprints.fingerprint("attnprimer.tasks.counting") != before
+
+
+def test_parses_kept_by_another_version_of_the_parser_are_not_reused(monkeypatch,
+                                                                    temporary_cache):
+    """A change in how a fingerprint is taken parses every module again: parses kept by an
+    earlier version would mix old fingerprints with new ones, and two processes would then
+    disagree about a model's key."""
+    _forget_parses_in_this_process(monkeypatch)
+    first = fingerprints.fingerprint("attnprimer.tasks.counting")
+    _forget_parses_in_this_process(monkeypatch)
+    monkeypatch.setattr(fingerprints, "_PARSER", fingerprints._PARSER + b"# another version")
+    parsed = []
+    real_parse = fingerprints._parse
+    monkeypatch.setattr(fingerprints, "_parse", lambda *args: parsed.append(args[1])
+                        or real_parse(*args))
+    assert fingerprints.fingerprint("attnprimer.tasks.counting") == first
+    assert "attnprimer.models.counting" in parsed  # parsed again, not read from the file
 
 
 def test_a_cache_folder_that_cannot_be_written_costs_only_the_parse(monkeypatch, tmp_path):

@@ -1,7 +1,7 @@
 """Fingerprints of code: what every cache of the package keys on.
 
-A fingerprint covers the syntax tree Python runs, without docstrings
-([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]), of a module and of every
+A fingerprint covers the syntax tree Python runs, without docstrings (attribute docstrings
+included) ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]), of a module and of every
 package module it imports, followed import by import
 ([`dependencies`][attnprimer.fingerprints.dependencies]): the set is derived from the
 ``import`` statements, never kept by hand. [`fingerprint`][attnprimer.fingerprints.fingerprint]
@@ -34,21 +34,33 @@ ROOT = Path(__file__).parent
 def code_fingerprint(source: str) -> str:
     r"""What Python runs of ``source``: its syntax tree without docstrings (comments never get in).
 
+    Every statement that is a string and nothing else goes: the docstrings of modules,
+    classes and functions, and the attribute docstrings after an assignment, which the API
+    reference publishes. Python evaluates such a statement to nothing.
+
     Examples:
         >>> code_fingerprint('def f():\n    "Doc."\n    return 1  # one') == code_fingerprint(
         ...     "def f():\n    return 1")
+        True
+        >>> code_fingerprint('x = 1\n"What x is."') == code_fingerprint("x = 1")
         True
         >>> code_fingerprint("x = 1") == code_fingerprint("x = 2")
         False
     """
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = node.body[0] if node.body else None
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str)):
-                node.body = node.body[1:] or [ast.Pass()]
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list) and statements:
+                kept = [statement for statement in statements if not _is_string(statement)]
+                setattr(node, field, kept or [ast.Pass()])
     return ast.dump(tree)
+
+
+def _is_string(statement: ast.AST) -> bool:
+    """A statement that is a string constant and nothing else (a docstring, wherever it is)."""
+    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str))
 
 
 def module_path(name: str) -> Path | None:
@@ -82,11 +94,13 @@ def _parsed(path: Path, stamp: tuple[int, int]) -> tuple[str, frozenset[str]]:
 
     ``stamp`` (modification time, size) makes an edited file parse again. Parsing the whole
     package takes most of a second, which every process (a docs build, each test worker, each
-    ``attnprimer`` command) would pay: results are also kept on disk, keyed by the file's bytes.
+    ``attnprimer`` command) would pay: results are also kept on disk, keyed by the file's bytes
+    and by this module's own source, so that a change in how a fingerprint is taken parses
+    every file again instead of mixing old fingerprints with new.
     """
     source = path.read_text(encoding="utf-8")
     name = _module_name(path)
-    key = hashlib.sha256(source.encode()).hexdigest()
+    key = hashlib.sha256(_PARSER + source.encode()).hexdigest()
     kept = _kept_parses().get(name)
     if kept is not None and kept[0] == key:
         return kept[1], frozenset(kept[2])
@@ -111,6 +125,8 @@ def _parse(source: str, name: str, path: Path) -> tuple[str, frozenset[str]]:
     found = frozenset(name for name in imported if module_path(name) is not None)
     return code_fingerprint(source), found
 
+
+_PARSER = Path(__file__).read_bytes()  # this module: how a parse is made
 
 PARSES_FILE = "parsed-modules.json"
 """The file in [`cache_dir`][attnprimer.files.cache_dir] that keeps each module's parse."""
