@@ -41,8 +41,6 @@ __all__ = [
 HELD_OUT_SEED = 1234
 """The default seed of held-out evaluation data."""
 
-CHECKPOINT_FORMAT = 1
-
 WARMUP = 0.1
 """The share of the steps over which ``warmup-cosine`` raises the learning rate from 0 to ``lr``."""
 
@@ -140,10 +138,6 @@ class Evaluation:
     per_step: list[float]
     samples: int
     seed: int
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint file is missing, unreadable or not one of ours."""
 
 
 def seed_everything(seed: int) -> None:
