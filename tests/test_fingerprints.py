@@ -82,3 +82,26 @@ def test_online_softmax_at_the_top_is_its_module_whatever_was_imported_first():
     import attnprimer.tiled  # noqa: F401  (imports the module attnprimer.online_softmax)
 
     assert attnprimer.online_softmax.online_softmax.__module__ == "attnprimer.online_softmax"
+
+
+def test_the_figures_hook_trains_and_renders_in_a_fresh_process(monkeypatch, tmp_path):
+    """mkdocs serve rebuilds in one process, which keeps the package modules an earlier build
+    imported: the hook hands training and rendering to one spawned process, which imports the
+    code as it is now, and stamps what that process reports."""
+    import attnprimer.workers as workers
+    from attnprimer.figures.registry import SiteBuild, render_site
+
+    calls = []
+    built = SiteBuild(["counting seed=0"], 1.0, [tmp_path / "model.pt"], [tmp_path / "a.svg"])
+    for path in (*built.models, *built.artifacts):
+        path.write_text("x")
+
+    def spawned(function, items, *, workers):
+        calls.append((function, items, workers))
+        return [built]
+
+    monkeypatch.setattr(workers, "run_in_processes", spawned)
+    hook = load_hook("figures")
+    assert hook._train_and_render(tmp_path) == built.artifacts
+    assert calls == [(render_site, [tmp_path], 1)]
+    assert current_outputs(tmp_path / hook.STAMP) == built.artifacts  # stamped from its report

@@ -5,8 +5,9 @@ site models the explorer runs (seed 0 of the counting, signal, difference, rever
 Transformer models: ``attnprimer.explorer.explorer_models``) into
 ``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
 it is (and if neither the package's code nor those models changed, a stamp says so without
-importing torch). It joins the site as ``assets/explorer/models.json``, which
-``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
+importing torch). The export runs in a fresh process, so that under ``mkdocs serve`` a rebuild
+uses the code as edited, not the modules an earlier build imported. It joins the site as
+``assets/explorer/models.json``, which ``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
 
 Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site
 model first, several at a time, so this one only loads them from the cache.
@@ -37,8 +38,10 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     if current_outputs(stamp) is None:  # else nothing changed: no torch
         from attnprimer.cache import cached_path
         from attnprimer.explorer import explorer_models, write_explorer_data
+        from attnprimer.workers import run_in_processes
 
-        written = write_explorer_data(path)
+        # A fresh process: under mkdocs serve this one keeps the modules of an earlier build.
+        [written] = run_in_processes(write_explorer_data, [path], workers=1)
         models = [cached_path(model.task, model.config) for model in explorer_models().values()]
         record_outputs(stamp, inputs=models, outputs=[path])
     else:

@@ -18,7 +18,10 @@ warm rebuild takes seconds). Then:
   ``check_paths: true``).
 
 Before rendering, every model of the catalogue (``attnprimer.site_models``) the cache lacks
-is trained, several at a time. A stamp (``figures.stamp.json``) records the package's
+is trained, several at a time. Both run in a fresh process
+([`render_site`][attnprimer.figures.registry.render_site]): under ``mkdocs serve`` this
+process keeps the package modules an earlier build imported, and would otherwise render an
+edit with the code from before it. A stamp (``figures.stamp.json``) records the package's
 fingerprint and every model and artifact file; on a rebuild where none of them changed, the
 hook reads the stamp and imports neither torch nor matplotlib.
 
@@ -28,7 +31,6 @@ Pages never type a number a model produced: they include what this hook made.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from pathlib import Path
@@ -62,25 +64,16 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def _train_and_render(out_dir: Path) -> list[Path]:
-    import matplotlib
+    from attnprimer.figures.registry import render_site
+    from attnprimer.workers import run_in_processes
 
-    matplotlib.use("Agg")  # select the backend in code: the environment may say otherwise
-
-    from attnprimer.cache import cached_path, train_missing
-    from attnprimer.figures import render_all
-    from attnprimer.site_models import SITE_MODELS, SiteModel
-
-    started = time.perf_counter()
-    # A cold cache fills on every CPU at once.
-    trained = train_missing((model.task, model.config) for model in SITE_MODELS)
-    if trained:
-        log.info("figures: trained %d models in %.1f s: %s", len(trained),
-                 time.perf_counter() - started,
-                 ", ".join(SiteModel(task, config).label for task, config in trained))
-    paths = render_all(out_dir, workers=os.cpu_count() or 1)  # a chapter per process
-    models = [cached_path(model.task, model.config) for model in SITE_MODELS]
-    record_outputs(out_dir / STAMP, inputs=models, outputs=paths)
-    return paths
+    # A fresh process, whatever this one imported before (mkdocs serve rebuilds in it).
+    [build] = run_in_processes(render_site, [out_dir], workers=1)
+    if build.trained:
+        log.info("figures: trained %d models in %.1f s: %s", len(build.trained),
+                 build.train_seconds, ", ".join(build.trained))
+    record_outputs(out_dir / STAMP, inputs=build.models, outputs=build.artifacts)
+    return build.artifacts
 
 
 FIGURE_IMAGE = re.compile(

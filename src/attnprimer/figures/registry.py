@@ -10,14 +10,17 @@ The recipe's chapter is its module's slug (unless ``chapter=`` names another), s
 artifact above, registered in ``figures/qkv.py``, is ``qkv/heatmap``: a page embeds
 ``figures/qkv/heatmap.svg`` or includes ``--8<-- "qkv/heatmap.md"`` for Markdown. A recipe
 returns a ``Figure`` (saved as SVG) or Markdown text (saved as ``.md``). The architecture
-diagrams, drawn without a trained model, are registered from two modules of their own
-(``figures/rnn_diagrams.py``, ``figures/attention_diagrams.py``), each for the chapter that
-shows it.
+diagrams, drawn without a trained model, are registered from modules of their own
+(``figures/rnn_diagrams.py``, ``attention_diagrams.py``, ``position_diagrams.py``,
+``scale_diagrams.py``), each for the chapter that shows it.
 
 [`render_all`][attnprimer.figures.registry.render_all] keeps an artifact that was built by
 the same code: each one is stamped with the fingerprint of its chapter's module and every
 package module that module imports
-([`attnprimer.fingerprints.fingerprint`][attnprimer.fingerprints.fingerprint]), so editing one chapter's figure module re-renders that chapter's artifacts only.
+([`attnprimer.fingerprints.fingerprint`][attnprimer.fingerprints.fingerprint]), so editing a
+figure module re-renders its own artifacts and those of every figure module that imports it.
+[`render_site`][attnprimer.figures.registry.render_site] is the docs build's step: the
+catalogue's missing models trained, then every artifact rendered.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +42,8 @@ from attnprimer.figures.theme import DARK_BACKGROUND, to_dark
 from attnprimer.train import single_thread
 from attnprimer.workers import run_in_processes
 
-__all__ = ["FIGURES", "Recipe", "dark_twin", "recipe", "render", "render_all"]
+__all__ = ["FIGURES", "Recipe", "SiteBuild", "dark_twin", "recipe", "render", "render_all",
+           "render_site"]
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,46 @@ def render_all(
 def _stamp(out_dir: Path, entry: Recipe) -> Path:
     """Where the fingerprint of the code an artifact was built from is kept."""
     return out_dir / ".stamps" / entry.chapter / entry.name
+
+
+@dataclass(frozen=True)
+class SiteBuild:
+    """What [`render_site`][attnprimer.figures.registry.render_site] did.
+
+    Attributes:
+        trained: the labels of the models it trained (the cache lacked them).
+        train_seconds: the wall time of that training.
+        models: the checkpoint file of every model of the catalogue.
+        artifacts: every artifact's files.
+    """
+
+    trained: list[str]
+    train_seconds: float
+    models: list[Path]
+    artifacts: list[Path]
+
+
+def render_site(out_dir: Path) -> SiteBuild:
+    """Train every model of the catalogue the cache lacks, then render every artifact.
+
+    What the docs build runs, in a fresh process of its own
+    ([`run_in_processes`][attnprimer.workers.run_in_processes]): under ``mkdocs serve`` the
+    hook's process keeps the package modules an earlier build imported, and a rebuild after
+    an edit must train and render with the edited code.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # in code, whatever the environment says
+    from attnprimer.cache import cached_path, train_missing
+    from attnprimer.site_models import SITE_MODELS, SiteModel
+
+    importlib.import_module("attnprimer.figures")  # register every chapter's recipes
+    started = time.perf_counter()
+    trained = train_missing((model.task, model.config) for model in SITE_MODELS)
+    seconds = time.perf_counter() - started
+    artifacts = render_all(out_dir, workers=os.cpu_count() or 1)  # a chapter per process
+    return SiteBuild([SiteModel(task, config).label for task, config in trained], seconds,
+                     [cached_path(model.task, model.config) for model in SITE_MODELS], artifacts)
 
 
 def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
