@@ -3,7 +3,8 @@
 Before each build, :func:`attnprimer.snippets.write_sections` writes every marked section of
 the package (``# --8<-- [start:name]`` ... ``[end:name]``) as a Markdown code block, without
 docstrings and argument checks, with a link to the API reference under it, into
-``.cache/attnprimer/generated/code`` (a snippets base path). A chapter includes one with
+``.cache/attnprimer/generated/code`` (under the snippets base path
+``.cache/attnprimer/generated``). A chapter includes one with
 
     --8<-- "code/rnn/decoder.md"
 

@@ -8,11 +8,13 @@ built from, ...), followed import by import, and the training loop with what it 
 set is derived from the ``import`` statements, never kept by hand
 ([`dependencies`][attnprimer.fingerprints.dependencies]), so
 
-* editing ``tasks/reversal.py`` retrains the reversal models and nothing else;
-* editing ``positional.py`` retrains the models whose task imports it (signal), not the
-  counting models;
+* editing ``tasks/reversal.py`` retrains the reversal models and the models whose tasks are
+  built on it (``reversal-transformer``, ``copy-reverse``), not the counting models;
+* editing ``positional.py`` retrains the models whose code imports it (signal, and the
+  Transformers through ``transformer.py``), not the counting models;
 * editing a docstring or a comment retrains nothing: a fingerprint covers the syntax tree
-  Python runs, without docstrings ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]).
+  Python runs, without docstrings, attribute docstrings included
+  ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]).
 
 The results of experiments on trained models are cached the same way
 ([`cached_result`][attnprimer.cache.cached_result]).

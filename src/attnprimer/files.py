@@ -18,7 +18,8 @@ __all__ = ["cache_dir", "write_atomically"]
 
 
 def cache_dir() -> Path:
-    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else ``~/.cache/attnprimer``.
+    """Where trained models are cached: ``$ATTNPRIMER_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/attnprimer``, else ``~/.cache/attnprimer``.
 
     Examples:
         >>> from attnprimer.cache import cached_path
@@ -38,8 +39,9 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object
                      mode: int | None = None) -> None:
     """Call ``write`` on a temporary file beside ``path``, then move it into place.
 
-    A reader (or a crash) never sees half a file: ``path`` holds the old content or the
-    new, whole. ``mode`` sets the file's permissions (mkstemp's are 0600).
+    A reader, or a crash of the process, never sees half a file: ``path`` holds the old
+    content or the new, whole (the file is not synced to disk first, so a crash of the whole
+    machine may leave less). ``mode`` sets the file's permissions (mkstemp's are 0600).
 
     Examples:
         >>> path = Path(tempfile.mkdtemp()) / "note.txt"

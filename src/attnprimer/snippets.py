@@ -8,8 +8,9 @@ section: the signature and the body, with every comment (the shape comments are 
 chapters teach), and without
 
 * docstrings (and so their doctests), and
-* argument checks: an ``if`` whose body ends by raising, an ``assert``, and a call of a
-  ``_check...`` helper.
+* argument checks: an ``if`` whose body ends by raising (``elif`` checks too), a ``for``
+  loop of such checks, ``try: <calls> except ...: raise ...``, an ``assert``, and a call of
+  a ``_check...`` or ``check_...`` helper.
 
 The lines are removed from the text, found with [`ast`][ast]: the code is never re-printed
 from the tree, which would drop the comments. What is left still parses.
