@@ -44,13 +44,8 @@ def test_a_wrong_answer_fails_without_naming_a_mistake():
 def test_the_nans_of_an_upside_down_rescale_are_explained():
     """A fresh state (maximum -inf, sum 0) rescaled by exp(new - maximum) gives exp(inf) * 0:
     the message names that cause beside the fully masked softmax row."""
-    def upside_down(maximum, normaliser, total, scores, values):
-        new = torch.maximum(maximum, scores.amax(-1, keepdim=True))
-        rescale = (new - maximum).exp()
-        exponentials = (scores - new).exp()
-        return (new, normaliser * rescale + exponentials.sum(-1, keepdim=True),
-                total * rescale + exponentials @ values)
-
+    [upside_down] = [mistake.function for mistake in ONLINE_STEP.mistakes
+                     if "upside down" in mistake.explanation]
     message = " ".join(diagnose("online_step", upside_down).split())  # lines unfolded
     assert "entries are NaN" in message and "exp() of an infinite difference" in message
     assert "known mistake" in message
