@@ -228,19 +228,26 @@ def render_site(out_dir: Path) -> SiteBuild:
     hook's process keeps the package modules an earlier build imported, and a rebuild after
     an edit must train and render with the edited code.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # in code, whatever the environment says
     from attnprimer.cache import cached_path, train_missing
     from attnprimer.site_models import SITE_MODELS, SiteModel
 
-    importlib.import_module("attnprimer.figures")  # register every chapter's recipes
+    _load_recipes()
     started = time.perf_counter()
     trained = train_missing((model.task, model.config) for model in SITE_MODELS)
     seconds = time.perf_counter() - started
     artifacts = render_all(out_dir, workers=os.cpu_count() or 1)  # a chapter per process
     return SiteBuild([SiteModel(task, config).label for task, config in trained], seconds,
                      [cached_path(model.task, model.config) for model in SITE_MODELS], artifacts)
+
+
+def _load_recipes() -> None:
+    """Select matplotlib's Agg backend and register every chapter's recipes (a fresh process)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # in code, whatever the environment says
+    # Not an import statement: a recipe's stamp covers its own chapter's module and what
+    # that imports, and the registry must not make every chapter import every other.
+    importlib.import_module("attnprimer.figures")
 
 
 def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
@@ -251,13 +258,8 @@ def _render_keys(job: tuple[Path, list[str]]) -> list[Path]:
     the same whether the chapters rendered side by side or one after another.
     """
     out_dir, keys = job
-    if keys and keys[0] not in FIGURES:  # a fresh worker: register every chapter's recipes
-        import matplotlib
-
-        matplotlib.use("Agg")  # in code, whatever the environment says
-        # Not an import statement: a recipe's stamp covers its own chapter's module and what
-        # that imports, and the registry must not make every chapter import every other.
-        importlib.import_module("attnprimer.figures")
+    if keys and keys[0] not in FIGURES:  # a fresh worker
+        _load_recipes()
     if any(FIGURES[key].alone for key in keys):
         return [render(FIGURES[key], out_dir) for key in keys]
     with single_thread():
