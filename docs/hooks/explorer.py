@@ -7,7 +7,8 @@ Transformer models: ``attnprimer.explorer.explorer_models``) into
 it is (and if neither the package's code nor those models changed, a stamp says so without
 importing torch). The export runs in a fresh process, so that under ``mkdocs serve`` a rebuild
 uses the code as edited, not the modules an earlier build imported. It joins the site as
-``assets/explorer/models.json``, which ``docs/javascripts/explorer.js`` fetches on the explorer page (``docs/explorer.md``).
+``assets/explorer/models.json``, which ``docs/javascripts/explorer.js`` fetches on the
+explorer page (``docs/explorer.md``).
 
 Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site
 model first, several at a time, so this one only loads them from the cache.

@@ -17,10 +17,10 @@ and, for a causal sliding window reaching ``window`` keys back, at lengths of th
   up to ``materialise_up_to`` only (the mask is L x L).
 
 The command line, and so the fresh-process measurement, runs on one torch thread
-(``SETTINGS["threads"]``; a direct call runs on the caller's threads): the tiled pass is a Python loop
-of small operations, and with two threads each of them waits for both, which on a machine
-shared with other work made it many times slower, a cost of the loop and the machine, not of
-the method. Memory is measured with [`peak_memory`][attnprimer.cost.peak_memory].
+(``SETTINGS["threads"]``; a direct call runs on the caller's threads): the tiled pass is a
+Python loop of small operations, and with two threads each of them waits for both, which on a
+machine shared with other work made it many times slower, a cost of the loop and the machine,
+not of the method. Memory is measured with [`peak_memory`][attnprimer.cost.peak_memory].
 [`measure_training_cost_in_fresh_process`][attnprimer.cost_at_scale.measure_training_cost_in_fresh_process]
 runs it in a new process with the exact allocator of the cost module, and
 ``python -m attnprimer.cost_at_scale`` prints it as a table (``nox -s bench`` does).

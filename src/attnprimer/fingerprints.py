@@ -1,8 +1,8 @@
 """Fingerprints of code: what every cache of the package keys on.
 
-A fingerprint covers the syntax tree Python runs, without docstrings (attribute docstrings
-included) ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]), of a module and of every
-package module it imports, followed import by import
+A fingerprint covers the syntax tree Python runs, without docstrings, attribute docstrings
+included ([`code_fingerprint`][attnprimer.fingerprints.code_fingerprint]), of a module and of
+every package module it imports, followed import by import
 ([`dependencies`][attnprimer.fingerprints.dependencies]): the set is derived from the
 ``import`` statements, never kept by hand. [`fingerprint`][attnprimer.fingerprints.fingerprint]
 keys the trained models ([`attnprimer.cache`][attnprimer.cache]), the rendered figures (one
