@@ -105,3 +105,44 @@ def test_the_figures_hook_trains_and_renders_in_a_fresh_process(monkeypatch, tmp
     assert hook._train_and_render(tmp_path) == built.artifacts
     assert calls == [(render_site, [tmp_path], 1)]
     assert current_outputs(tmp_path / hook.STAMP) == built.artifacts  # stamped from its report
+
+
+def test_the_explorer_hook_exports_in_a_fresh_process_and_then_only_when_stale(monkeypatch,
+                                                                               tmp_path):
+    """The explorer's export runs in a spawned process too (the code as it is now), and a
+    stamp that is still current skips it, without spawning anything."""
+    from types import SimpleNamespace
+
+    import attnprimer.cache as cache
+    import attnprimer.workers as workers
+    from attnprimer.explorer import write_explorer_data
+
+    model = tmp_path / "model.pt"
+    model.write_text("weights")
+    monkeypatch.setattr(cache, "cached_path", lambda task, config: model)
+    calls = []
+
+    def spawned(function, items, *, workers):
+        calls.append((function, items, workers))
+        items[0].parent.mkdir(parents=True, exist_ok=True)
+        items[0].write_text("{}")
+        return [True]
+
+    monkeypatch.setattr(workers, "run_in_processes", spawned)
+    hook = load_hook("explorer")
+    config = SimpleNamespace(config_file_path=str(tmp_path / "mkdocs.yml"),
+                             site_dir=str(tmp_path / "site"), use_directory_urls=True,
+                             plugins=SimpleNamespace(_current_plugin=None))
+    exported = tmp_path / hook.GENERATED / "models.json"
+
+    def built_files():
+        files = hook.on_files(hook.Files([]), config)
+        return {file.src_uri: file.abs_src_path for file in files}
+
+    assert built_files() == {hook.SITE_PATH: str(exported)}
+    assert calls == [(write_explorer_data, [exported], 1)]
+    assert built_files() == {hook.SITE_PATH: str(exported)}
+    assert len(calls) == 1  # the stamp was current: nothing spawned
+    model.write_text("retrained")  # a model the explorer runs changed
+    built_files()
+    assert len(calls) == 2
