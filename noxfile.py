@@ -110,13 +110,15 @@ def bench(session: nox.Session) -> None:
     """Print the time and peak memory of attention against the sequence length on this machine
     (forward only; then forward and backward, materialised, tiled and fused, the numbers of the
     chapter "Attention at scale"), greedy decoding with and without a key/value cache, the
-    softmax over short rows with and without padding, and how long each of the site's models
-    took to train."""
+    softmax over short rows with and without padding, a training step of each kind of site model
+    at its batch size and at three times it (what batching seeds could gain), and how long each
+    of the site's models took to train."""
     install(session)
     session.run("python", "-m", "attnprimer.cost", *session.posargs)
     session.run("python", "-m", "attnprimer.cost_at_scale")
     session.run("python", "-m", "attnprimer.experiments.kv_cache")
     session.run("python", "-c", SHORT_ROWS)
+    session.run("python", "-m", "attnprimer.training_cost")
     session.run("python", "-c", TRAINING_TIMES)
 
 
