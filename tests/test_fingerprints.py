@@ -79,7 +79,7 @@ def test_the_figures_hook_names_dark_twins_as_the_registry_does():
 
 
 def test_online_softmax_at_the_top_is_its_module_whatever_was_imported_first():
-    import attnprimer.tiled  # noqa: F401  (imports the module attnprimer.online_softmax)
+    import attnprimer.tiled  # imports the module attnprimer.online_softmax
 
     assert attnprimer.online_softmax.online_softmax.__module__ == "attnprimer.online_softmax"
 
@@ -88,7 +88,7 @@ def test_the_figures_hook_trains_and_renders_in_a_fresh_process(monkeypatch, tmp
     """mkdocs serve rebuilds in one process, which keeps the package modules an earlier build
     imported: the hook hands training and rendering to one spawned process, which imports the
     code as it is now, and stamps what that process reports."""
-    import attnprimer.workers as workers
+    from attnprimer import workers
     from attnprimer.figures.registry import SiteBuild, render_site
 
     calls = []
@@ -109,24 +109,23 @@ def test_the_figures_hook_trains_and_renders_in_a_fresh_process(monkeypatch, tmp
 
 def test_the_explorer_hook_exports_in_a_fresh_process_and_then_only_when_stale(monkeypatch,
                                                                                tmp_path):
-    """The explorer's export runs in a spawned process too (the code as it is now), and a
-    stamp that is still current skips it, without spawning anything."""
+    """The explorer's export runs in a spawned process too (the code as it is now), which also
+    names the models the stamp records; a stamp that is still current skips it, without
+    spawning anything."""
     from types import SimpleNamespace
 
-    import attnprimer.cache as cache
-    import attnprimer.workers as workers
-    from attnprimer.explorer import write_explorer_data
+    from attnprimer import workers
+    from attnprimer.explorer import export_site
 
     model = tmp_path / "model.pt"
     model.write_text("weights")
-    monkeypatch.setattr(cache, "cached_path", lambda task, config: model)
     calls = []
 
     def spawned(function, items, *, workers):
         calls.append((function, items, workers))
         items[0].parent.mkdir(parents=True, exist_ok=True)
         items[0].write_text("{}")
-        return [True]
+        return [(True, [model])]
 
     monkeypatch.setattr(workers, "run_in_processes", spawned)
     hook = load_hook("explorer")
@@ -140,9 +139,23 @@ def test_the_explorer_hook_exports_in_a_fresh_process_and_then_only_when_stale(m
         return {file.src_uri: file.abs_src_path for file in files}
 
     assert built_files() == {hook.SITE_PATH: str(exported)}
-    assert calls == [(write_explorer_data, [exported], 1)]
+    assert calls == [(export_site, [exported], 1)]
     assert built_files() == {hook.SITE_PATH: str(exported)}
     assert len(calls) == 1  # the stamp was current: nothing spawned
-    model.write_text("retrained")  # a model the explorer runs changed
+    model.write_text("retrained")  # a model the spawned export named changed
     built_files()
     assert len(calls) == 2
+
+
+def test_the_explorer_export_names_the_checkpoint_of_every_model_it_runs(monkeypatch, tmp_path):
+    from attnprimer import explorer
+    from attnprimer.cache import cached_path
+
+    written = []
+    monkeypatch.setattr(explorer, "write_explorer_data", lambda path: written.append(path) or True)
+    models = list(explorer.explorer_models().values())
+    assert explorer.export_site(tmp_path / "models.json") == (
+        True, [cached_path(model.task, model.config) for model in models])
+    assert written == [tmp_path / "models.json"]
+    assert {path.name.split("-")[0] for path in explorer.export_site(tmp_path / "m.json")[1]} == {
+        "counting", "signal", "difference", "reversal"}

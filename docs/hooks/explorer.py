@@ -1,6 +1,6 @@
 """MkDocs hook: export the trained models the attention explorer runs in the browser.
 
-On each build, :func:`attnprimer.explorer.write_explorer_data` writes the weights of the
+On each build, :func:`attnprimer.explorer.export_site` writes the weights of the
 site models the explorer runs (seed 0 of the counting, signal, difference, reversal and
 Transformer models: ``attnprimer.explorer.explorer_models``) into
 ``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
@@ -37,13 +37,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     started = time.perf_counter()
     stamp = path.with_name(STAMP)
     if current_outputs(stamp) is None:  # else nothing changed: no torch
-        from attnprimer.cache import cached_path
-        from attnprimer.explorer import explorer_models, write_explorer_data
+        from attnprimer.explorer import export_site
         from attnprimer.workers import run_in_processes
 
-        # A fresh process: under mkdocs serve this one keeps the modules of an earlier build.
-        [written] = run_in_processes(write_explorer_data, [path], workers=1)
-        models = [cached_path(model.task, model.config) for model in explorer_models().values()]
+        # A fresh process: under mkdocs serve this one keeps the modules of an earlier build,
+        # and the models the stamp records come from it too.
+        [(written, models)] = run_in_processes(export_site, [path], workers=1)
         record_outputs(stamp, inputs=models, outputs=[path])
     else:
         written = False

@@ -16,7 +16,8 @@ held-out exact match.
 [`write_explorer_data`][attnprimer.explorer.write_explorer_data] writes all of it as one JSON
 file, deterministically (sorted keys, no timestamps: identical weights give identical bytes)
 and atomically, and leaves the file alone when it would not change. The docs build hook
-``docs/hooks/explorer.py`` calls it.
+``docs/hooks/explorer.py`` runs [`export_site`][attnprimer.explorer.export_site], which calls
+it, in a fresh process.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from attnprimer import explorer_exports
-from attnprimer.files import write_atomically
+from attnprimer.cache import cached_path
 from attnprimer.explorer_exports import (
     HELD_OUT_SAMPLES,
     LONGEST_INPUT,
@@ -40,6 +41,7 @@ from attnprimer.explorer_exports import (
     export_signal,
     export_transformer,
 )
+from attnprimer.files import write_atomically
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.site_models import (
     COUNTING_EXAMPLE,
@@ -66,6 +68,7 @@ __all__ = [
     "export_difference",
     "export_reversal",
     "export_signal",
+    "export_site",
     "export_transformer",
     "write_explorer_data",
 ]
@@ -253,3 +256,19 @@ def write_explorer_data(
     # A site asset: mkstemp's 0600 would keep it private.
     write_atomically(path, lambda file: file.write(content), mode=0o644)
     return True
+
+
+def export_site(path: str | os.PathLike) -> tuple[bool, list[Path]]:
+    """The docs build's step: [`write_explorer_data`][attnprimer.explorer.write_explorer_data]
+    of the site's models to ``path``, and the checkpoint file of every model it exported.
+
+    The hook runs it in a fresh process ([`run_in_processes`][attnprimer.workers.run_in_processes]):
+    under ``mkdocs serve`` the hook's process keeps the modules an earlier build imported, so
+    the export, and the list of models its stamp records, come from the code as it is now.
+
+    Returns:
+        Whether the file was (re)written, and the checkpoint files, in the cache, of
+        [`explorer_models`][attnprimer.explorer.explorer_models].
+    """
+    written = write_explorer_data(path)
+    return written, [cached_path(model.task, model.config) for model in explorer_models().values()]
