@@ -61,6 +61,22 @@ def test_equal_to_torch_enable_gqa(generator, groups, mask_index):
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 8, 6, dtype=torch.float64))
 
 
+
+@pytest.mark.skipif(not HAS_GQA, reason="this torch has no enable_gqa")
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_the_layer_equals_torch_enable_gqa_on_its_own_projections(generator, groups):
+    """The layer, not only the function: its projections, then PyTorch's grouped SDPA."""
+    torch.manual_seed(2)
+    layer = GroupedQueryAttention(16, 4, groups).double()
+    x = torch.randn(3, 6, 16, generator=generator, dtype=torch.float64)
+    mask = _masks(3, 6)[2][:, None]  # causal and padding, (B, 1, L, S)
+    q = layer.query_proj(x).view(3, 6, 4, 4).transpose(1, 2)  # (B, H, L, Dh)
+    k, v = (proj(x).view(3, 6, groups, 4).transpose(1, 2)  # (B, G, S, Dh)
+            for proj in (layer.key_proj, layer.value_proj))
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    expected = layer.out_proj(context.transpose(1, 2).reshape(3, 6, 16))
+    torch.testing.assert_close(layer(x, mask=mask)[0], expected, rtol=0, atol=1e-10)
+
 def test_the_group_of_a_query_head_is_its_index_over_h_by_g(generator):
     """Head h reads key/value head h // (H / G): change key head 1 and only heads 2, 3 move."""
     q = torch.randn(1, 4, 3, 2, generator=generator)
