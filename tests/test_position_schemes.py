@@ -153,3 +153,15 @@ def test_task_settings_are_checked():
         CopyReverseTask(operation="sort")
     with pytest.raises(ValueError, match="pos_enc"):
         CopyReverseTask(pos_enc="learned")
+
+
+def test_only_the_relative_bias_adds_parameters_one_per_head_layer_and_offset():
+    # The chapter: "the relative bias also learns one number per head, layer and offset (136 in
+    # all) that the others do not have"; every other scheme has exactly NoPE's parameters.
+    task = CopyReverseTask()
+    counts = {scheme: sum(p.numel() for p in CopyReverseTask(pos_enc=scheme).build_model()
+                          .parameters()) for scheme in POSITION_SCHEMES}
+    extra = {scheme: count - counts["none"] for scheme, count in counts.items()}
+    assert extra == {scheme: 0 for scheme in POSITION_SCHEMES} | {
+        "relative": task.heads * task.layers * (2 * task.max_len + 1)}
+    assert extra["relative"] == 136
