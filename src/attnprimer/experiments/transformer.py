@@ -34,18 +34,21 @@ def copies_by_position(trained: TrainedModel, lengths: Iterable[int], samples: i
 
     Returns:
         ``{"position": [accuracy of the letters copied from position j, for j = 0, 1, ...],
-        "end": [accuracy of the end step at each length]}``.
+        "ended": [share of the steps that copy position j at which the model wrote the end
+        token instead], "seen": [how many steps copy position j], "end": [accuracy of the end
+        step at each length]}``.
 
     Examples:
         >>> from attnprimer.tasks import ReversalTransformerTask
         >>> from attnprimer.train import TrainConfig, train
         >>> trained = train(ReversalTransformerTask(dim=8, heads=2, layers=1), TrainConfig(steps=2))
         >>> result = copies_by_position(trained, [2, 3], samples=10)
-        >>> len(result["position"]), len(result["end"])
-        (3, 2)
+        >>> len(result["position"]), len(result["ended"]), result["seen"], len(result["end"])
+        (3, 3, [20.0, 20.0, 10.0], 2)
     """
     lengths = list(lengths)
     right = torch.zeros(max(lengths))
+    ended = torch.zeros(max(lengths))
     seen = torch.zeros(max(lengths))
     ends = []
     trained.model.eval()
@@ -53,12 +56,15 @@ def copies_by_position(trained: TrainedModel, lengths: Iterable[int], samples: i
         task = trained.task.at_length(length)
         batch = task.sample(samples, held_out_generator(seed))
         logits = trained.model(batch.inputs, batch.targets).logits  # (B, T, C)
-        correct = logits.argmax(dim=-1) == batch.targets  # (B, T), T = n + 1
+        written = logits.argmax(dim=-1)  # (B, T), T = n + 1
+        correct = written == batch.targets
         # Step t copies position n - 1 - t: the letters' steps, reversed.
         right[:length] += correct[:, :length].sum(dim=0).flip(0).float()
+        ended[:length] += (written[:, :length] == task.end).sum(dim=0).flip(0).float()
         seen[:length] += samples
         ends.append(correct[:, length].float().mean().item())
-    return {"position": (right / seen).tolist(), "end": ends}
+    return {"position": (right / seen).tolist(), "ended": (ended / seen).tolist(),
+            "seen": seen.tolist(), "end": ends}
 
 
 def cached_copies_by_position(trained: TrainedModel, lengths: Iterable[int],
