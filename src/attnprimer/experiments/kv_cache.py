@@ -5,9 +5,11 @@
   speed and memory do not depend on what the weights are), with
   [`greedy_with_cache`][attnprimer.kv_cache.greedy_with_cache] and with
   [`greedy_without_cache`][attnprimer.kv_cache.greedy_without_cache]; time, the bytes the cache
-  holds at the end, and the peak resident memory of the whole decoding. It runs in a fresh
-  Python process with the exact allocator of [`attnprimer.cost`][attnprimer.cost], on one
-  thread.
+  holds at the end, and the peak resident memory of the whole decoding. It runs in two fresh
+  Python processes on one thread: one times the decodings with the ordinary allocator, the
+  other measures their memory with the exact allocator of [`attnprimer.cost`][attnprimer.cost]
+  (which makes every step's fresh cache tensors pay for new pages, and so would slow the
+  times).
 * [`cache_equals_recomputation`][attnprimer.experiments.kv_cache.cache_equals_recomputation]:
   on a trained site model and a padded batch of held-out inputs of 1 to 20 letters (the
   training lengths are 1 to 10), the cached decoding against the model's own greedy one.
@@ -42,7 +44,8 @@ from attnprimer.train import TrainedModel, held_out_generator, single_thread
 from attnprimer.transformer import DecoderOnly
 
 __all__ = ["LARGER", "DecodingPoint", "cache_equals_recomputation", "cache_table",
-           "cached_decoding_cost", "cached_equality", "cached_site_model_speed", "decoding_cost", "measure_decoding", "site_model_speed"]
+           "cached_decoding_cost", "cached_equality", "cached_site_model_speed", "decoding_cost",
+           "measure_decoding", "measure_decoding_in_fresh_processes", "site_model_speed"]
 
 LARGER = {"dim": 256, "heads": 8, "layers": 4}
 """The untrained model of the scaling measurement: D, H and blocks (the site's has 32, 4, 2)."""
@@ -115,12 +118,38 @@ def measure_decoding(num_outputs: int, lengths: Iterable[int] = LENGTHS, *, dim:
 
 def decoding_cost(trained: TrainedModel, lengths: Iterable[int] = LENGTHS, *, dim: int,
                   heads: int, layers: int, repeats: int = 2) -> list[list]:
-    """[`measure_decoding`][attnprimer.experiments.kv_cache.measure_decoding] with the
-    vocabulary of ``trained``, in a fresh process on one thread; its points as lists (JSON)."""
-    arguments = ["--classes", str(trained.task.num_classes), "--dim", str(dim),
-                 "--heads", str(heads), "--layers", str(layers), "--repeats", str(repeats),
+    """The decoding measured in fresh processes
+    ([`measure_decoding_in_fresh_processes`][attnprimer.experiments.kv_cache.measure_decoding_in_fresh_processes])
+    with the vocabulary of ``trained``; its points as lists (JSON)."""
+    points = measure_decoding_in_fresh_processes(trained.task.num_classes, lengths, dim=dim,
+                                                 heads=heads, layers=layers, repeats=repeats)
+    return [list(point) for point in points]
+
+
+def measure_decoding_in_fresh_processes(num_outputs: int, lengths: Iterable[int] = LENGTHS, *,
+                                        dim: int, heads: int, layers: int,
+                                        repeats: int = 2) -> list[DecodingPoint]:
+    """[`measure_decoding`][attnprimer.experiments.kv_cache.measure_decoding] in two new Python
+    processes on one thread: the times from one with the ordinary allocator, the cache bytes and
+    peaks from one with the exact allocator.
+
+    Examples:
+        >>> points = measure_decoding_in_fresh_processes(8, [4], dim=16, heads=2, layers=1,
+        ...                                              repeats=1)
+        >>> [(point.cache, point.length, point.cache_bytes) for point in points]
+        [(True, 4, 2560), (False, 4, 0)]
+        >>> 2 * (16 + 1 + 3) * 16 * 4      # keys and values of the prompt, separator, 3 tokens
+        2560
+    """
+    arguments = ["--classes", str(num_outputs), "--dim", str(dim), "--heads", str(heads),
+                 "--layers", str(layers), "--repeats", str(repeats),
                  "--lengths", *map(str, lengths)]
-    return run_fresh(arguments, module="attnprimer.experiments.kv_cache")
+    module = "attnprimer.experiments.kv_cache"
+    timed = [DecodingPoint(*point) for point in run_fresh(arguments, module=module)]
+    held = [DecodingPoint(*point) for point in run_fresh([*arguments, "--exact-allocator"],
+                                                         module=module)]
+    return [point._replace(cache_bytes=memory.cache_bytes, peak_bytes=memory.peak_bytes)
+            for point, memory in zip(timed, held, strict=True)]
 
 
 def cached_decoding_cost(trained: TrainedModel) -> list[DecodingPoint]:
@@ -211,15 +240,22 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heads", type=int, default=LARGER["heads"])
     parser.add_argument("--layers", type=int, default=LARGER["layers"])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--json", action="store_true", help="print the points as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="measure in this process; print the points as JSON")
+    parser.add_argument("--exact-allocator", action="store_true",
+                        help="with --json: map every block of 64 KiB or more on its own")
     args = parser.parse_args(argv)
-    exact_allocator()
     torch.set_num_threads(1)
-    points = measure_decoding(args.classes, args.lengths, dim=args.dim, heads=args.heads,
-                              layers=args.layers, repeats=args.repeats)
     if args.json:
+        if args.exact_allocator:
+            exact_allocator()
+        points = measure_decoding(args.classes, args.lengths, dim=args.dim, heads=args.heads,
+                                  layers=args.layers, repeats=args.repeats)
         print(json.dumps([list(point) for point in points]))
         return 0
+    points = measure_decoding_in_fresh_processes(args.classes, args.lengths, dim=args.dim,
+                                                 heads=args.heads, layers=args.layers,
+                                                 repeats=args.repeats)
     print(f"D={args.dim}, H={args.heads}, {args.layers} blocks, untrained, B=1, prompt "
           f"{PROMPT} + separator, float32, CPU, 1 thread")
     print(f"{'cache':<8}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}{'cache MiB':>11}"

@@ -180,10 +180,10 @@ def kv_cost_table() -> str:
          "cache (MiB)", "peak, cache (MiB)", "peak, none (MiB)"], rows,
         caption=f"Greedy decoding of one sequence (B = 1, a prompt of {PROMPT} tokens and the "
                 f"separator) by an untrained decoder-only model with D = {dim}, H = {heads}, "
-                f"{layers} pre-LN blocks, float32, on this machine's CPU with 1 thread, in a "
-                f"fresh process whose allocator returns every large block to the system at "
-                f"once (for the memory; the times are measured under it too, which can slow "
-                f"both decodings), measured when this page was built: the fastest of 2 "
+                f"{layers} pre-LN blocks, float32, on this machine's CPU with 1 thread, "
+                f"measured when this page was built in two fresh processes (the times with "
+                f"the ordinary allocator; the memory with one that returns every large block "
+                f"to the system at once): the fastest of 2 "
                 f"decodings, prefill included; peak: the extra resident memory at the "
                 f"decoding's peak (the larger of 2), which small allocations can hide. "
                 f"\"Cache\": the bytes of the keys and values held at the end.")
