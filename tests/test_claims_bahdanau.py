@@ -12,7 +12,8 @@ import torch
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import (alignment_by_length, first_step_reaching,
-                                             forced_attention, largest_weight, state_probes)
+                                             forced_attention, largest_weight, split_rows,
+                                             state_probes)
 from attnprimer.figures import FIGURES
 from attnprimer.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
 from attnprimer.figures.diagrams import texts
@@ -146,6 +147,15 @@ def test_the_dot_model_slips_first_and_falls_slower(by_length):
     dot, vanilla = by_length["attention (dot)"], by_length["vanilla"]
     # 5 to 7 letters, "on average": seed by seed the margin at seven letters is under a point
     assert (dot[:, 4:7].mean(axis=0) < vanilla[:, 4:7].mean(axis=0)).all()
+    # "That is two of its seeds; the third is among the best over four to seven letters, above
+    # every vanilla seed at seven"
+    best = int(np.argmax(dot[:, 3:7].mean(axis=1)))
+    others = [seed for seed in range(len(dot)) if seed != best]
+    assert (dot[others, 4:7] < vanilla[:, 4:7].mean(axis=0)).all()
+    others_best = max(by_length[name][:, 3:7].mean(axis=1).max()
+                      for name in ("vanilla", "peeky", "attention (additive)"))
+    assert dot[best, 3:7].mean() >= others_best - 0.005
+    assert dot[best, 6] > vanilla[:, 6].max()
     assert dot[:, 9].min() > vanilla[:, 9].max()  # at ten, every dot seed above every vanilla
 
 
@@ -248,6 +258,8 @@ def test_the_bidirectional_weights_are_spread_over_two_states(models):
         elif name == BIDIRECTIONAL:
             # "about two thirds"
             assert all(0.6 <= largest_weight(trained, TRAINED) <= 0.72 for trained in runs)
+            # "so do about seven rows in ten over held-out inputs, in every seed"
+            assert all(0.6 <= split_rows(trained, TRAINED) <= 0.8 for trained in runs)
 
 
 def _on_or_right(trained, lengths) -> float:
@@ -305,10 +317,11 @@ def test_the_bidirectional_decoder_uses_the_copied_letter_and_more(models):
         assert each["the copied letter"] > max(unidirectional)
         assert each["one to its right"] < each["the copied letter"] - 0.25  # "far worse"
         assert abs(each["two to its right"] - 1 / 8) <= 0.02
-        # "reading only the position of its own largest weight costs it at least one letter in
-        # twenty"
-        assert each["its own largest weight"] <= each["as trained"] - 0.05
+        # "reading only the position of its own largest weight costs it one letter in seven or
+        # more in every seed"
+        assert each["its own largest weight"] <= each["as trained"] - 1 / 7
     # "in some close to chance": more than one seed
     assert sum(each["one to its right"] <= 0.2 for each in forced) >= 2
-    # "and far more in most"
-    assert sum(each["as trained"] - each["its own largest weight"] >= 0.15 for each in forced) >= 2
+    # "about a third in two of them"
+    assert sum(0.28 <= each["as trained"] - each["its own largest weight"] <= 0.4
+               for each in forced) >= 2

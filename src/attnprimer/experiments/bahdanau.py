@@ -40,6 +40,7 @@ __all__ = [
     "largest_weight",
     "one_hot",
     "read_with",
+    "split_rows",
     "state_probes",
     "teacher_forced",
 ]
@@ -228,6 +229,28 @@ def largest_weight(trained: TrainedModel, lengths: Iterable[int], samples: int =
     """The mean of each letter step's largest attention weight (greedy decoding, held-out
     inputs of each length): 1 when every step reads one state, 1/n when it spreads evenly."""
     return cached_result(_largest_weight, trained, lengths=list(lengths), samples=samples)
+
+
+@torch.no_grad()
+def _split_rows(trained: TrainedModel, lengths: list[int], samples: int) -> float:
+    split, steps = 0, 0
+    for length in lengths:
+        inputs, _ = trained.task.at_length(length).sample(samples, held_out_generator(0))
+        weights = trained.model(inputs).attention["encoder-decoder"][:, :length]  # (B, n, S)
+        top = weights.topk(min(2, length), dim=-1)  # the two largest of each letter step
+        copied = torch.arange(length - 1, -1, -1)  # step t copies position n - 1 - t
+        pair = torch.stack([copied, copied + 1], dim=-1)  # (n, 2): the letter, one to its right
+        on_pair = (top.indices.sort(dim=-1).values == pair).all(dim=-1)  # (B, n)
+        split += (on_pair & (top.values[..., -1] > 0.2)).sum().item()
+        steps += on_pair.numel()
+    return split / steps
+
+
+def split_rows(trained: TrainedModel, lengths: Iterable[int], samples: int = 500) -> float:
+    """The share of letter steps (greedy decoding, held-out inputs of each length) whose two
+    largest attention weights are on the copied letter and the position to its right, the
+    second of them over 0.2: a row split between those two states."""
+    return cached_result(_split_rows, trained, lengths=list(lengths), samples=samples)
 
 
 def first_step_reaching(history: dict[str, list[float]], level: float) -> int | None:
