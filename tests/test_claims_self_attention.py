@@ -323,15 +323,16 @@ def test_reading_the_smaller_count_instead_it_is_never_right(interventions):
         assert results["swap the A and B weights"] < 0.01
 
 
-def test_blocking_step_c_costs_about_as_much_as_blocking_the_smaller_count(interventions):
-    # "step C gets little of the weight, yet blocking it costs about as much as blocking the
-    # smaller count on average, more in some seeds and less in others"; "blocking the smaller
-    # count, or step C, leaves it right at least four times in five"
+def test_blocking_step_c_costs_about_a_third_more_than_blocking_the_smaller_count(interventions):
+    # "step C gets little of the weight, yet blocking it costs on average about a third more
+    # than blocking the smaller count, more in some seeds and less in others"; "blocking the
+    # smaller count, or step C, leaves it right at least four times in five"
     results = interventions[SELF]
+    trained = np.array([result["as trained"] for result in results])
     other = np.array([result["block the other letters"] for result in results])
     smaller = np.array([result["block the smaller count"] for result in results])
     assert other.min() > 0.8
-    assert abs(other.mean() - smaller.mean()) < 0.05
+    assert 1.15 <= (trained - other).mean() / (trained - smaller).mean() <= 1.6
     assert (other < smaller).any() and (other > smaller).any()
 
 
@@ -346,6 +347,12 @@ def test_with_projections_the_swap_matters_only_if_the_broadcast_step_is_a_or_b(
     # the swap nothing to exchange. Runs that do not broadcast: no claim.
     broadcasting = [(trained, step) for trained, step in broadcasts if step is not None]
     assert broadcasting
+    # "Only one of the nine runs broadcasts a count step, A (seed 0 at the default rate; no run
+    # broadcasts B)"
+    counts = [(trained.config.lr, trained.config.seed, step) for trained, step in broadcasting
+              if step in (0, 1)]
+    assert len(broadcasts) == 9
+    assert counts == [(DifferenceTask.train_defaults["lr"], 0, 0)]
     for trained, step in broadcasting:
         results = cached_block_and_swap(trained)
         if step in (0, 1):
@@ -386,3 +393,21 @@ def test_the_sum_is_the_least_readable_quantity(probes):
 def test_after_reading_the_larger_count_the_difference_is_readable_almost_perfectly(probes):
     for table in probes[SELF]:
         assert table["|A-B|", "after"] > 0.99
+
+
+def test_training_moves_the_norm_far_yet_count_steps_stay_on_the_diagonal(models):
+    # "in the trained models the gain averages 0.6 to 0.7 with some entries negative, and the
+    # bias is about as long as the states themselves ... on 2,000 held-out sequences no other
+    # step ever outscores a count step's score with itself, in any seed"
+    for trained in models[SELF]:
+        model, norm = trained.model, trained.model.norm  # the layer norm the states come out of
+        with torch.no_grad():
+            inputs = trained.task.sample(2000, held_out_generator(5)).inputs
+            hidden, _ = model.read(inputs)  # (B, T, D): the self-attention's input
+            scores = hidden @ hidden.transpose(1, 2)  # (B, T, T), up to the 1 / sqrt(D)
+        assert 0.55 <= norm.weight.mean().item() <= 0.75 and norm.weight.min().item() < 0
+        lengths = hidden.norm(dim=-1).mean().item()
+        assert 0.7 <= norm.bias.norm().item() / lengths <= 1.4
+        counts = hidden.shape[1] - 1  # every step but the last, the difference step
+        assert (scores[:, :counts].argmax(dim=-1) == torch.arange(counts)).all()
+
