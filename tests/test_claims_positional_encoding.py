@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.cache import cached_evaluation, cached_result
@@ -75,7 +76,19 @@ def test_the_learned_encoding_marks_the_first_position(models, seed_index):
     trained = models["learned"][seed_index]
     norms = trained.model.position.norms()[: trained.task.length]
     assert norms[0] >= 2 * norms[1:].max(), norms
-    assert norms[1:].max() <= 1.1 * norms[1:].min(), norms  # "within a few percent"
+    assert norms[1:].max() <= 1.07 * norms[1:].min(), norms  # "within a few percent"
+    others = trained.model.position.table.detach()[1: trained.task.length]  # "point nearly the
+    cosines = F.cosine_similarity(others[:, None], others[None], dim=-1)  # same way"
+    assert cosines.min() >= 0.9, cosines.min()
+
+
+def test_without_its_first_positions_vector_the_learned_model_fails(models):
+    # "replace position 0's vector by the mean of the other positions' and the exact match
+    # falls from over 99 % to under a third in every seed, to almost nothing in two of them"
+    results = [experiments.cached_without_first_position(trained) for trained in models["learned"]]
+    assert all(result["as trained"] > 0.99 for result in results), results
+    ablated = sorted(result["position 0 as the others"] for result in results)
+    assert ablated[-1] < 1 / 3 and ablated[1] < 0.05, ablated
 
 
 def test_on_the_example_each_position_attends_to_its_own_letter_and_to_the_signal():
@@ -144,6 +157,16 @@ def test_remaining_errors_are_mostly_the_rare_large_counts(models, encoding):
         # "Most of what the encoded models still get wrong ... (in one sinusoidal seed, half)"
         assert int(wrong[8:].sum()) >= int(wrong.sum()) / 2, (encoding, wrong.tolist())
     assert large > total / 2, (large, total)
+
+
+def test_with_projections_one_sinusoidal_seed_errs_mostly_on_smaller_counts(site_models):
+    # "one seed of the sinusoidal encoding with W_q, W_k makes most of its mistakes on smaller
+    # counts"
+    shares = []
+    for model in site_seeds("signal", **SIGNAL_VARIANTS["sinusoidal, with W_q, W_k"]):
+        wrong, _ = experiments.cached_errors_by_count(site_models(model))
+        shares.append(int(wrong[8:].sum()) / int(wrong.sum()))
+    assert min(shares) < 0.45, shares
 
 
 @pytest.mark.parametrize("group", ["counting", *ENCODED])
@@ -345,7 +368,7 @@ def test_mixed_lengths_with_a_start_token_fail_for_the_counts_alone(counts_or_le
             assert result["padded"][length] >= 0.99, (length, result)
             # so the overall fall follows the share of inputs whose counts stay at most 10
             assert abs(result["exact"][length] - result["small"][length]) <= 0.05, length
-        assert max(result["largest"].values()) <= 15  # classes up to 20, answers far below
+        assert max(result["largest"].values()) <= 11  # classes up to 20, answers far below
         # at 40 tokens almost every input has a class for each count, yet most are wrong
         assert result["has_class"][40] >= 0.99 and result["exact"][40] < 0.2
 

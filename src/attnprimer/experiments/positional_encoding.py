@@ -46,6 +46,7 @@ __all__ = [
     "cached_errors_by_count",
     "cached_signal_attention",
     "cached_signal_weight_by_letter",
+    "cached_without_first_position",
     "counting_lengths",
     "counts_or_length",
     "counts_or_length_by_variant",
@@ -54,6 +55,7 @@ __all__ = [
     "share_with_count_above",
     "signal_group",
     "signal_weight_by_letter",
+    "without_first_position",
 ]
 
 COUNTING_LENGTHS = (2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 35, 40)
@@ -164,6 +166,35 @@ def cached_errors_by_count(trained: TrainedModel) -> tuple[torch.Tensor, torch.T
     return cached_result(errors_by_count, trained,
                          encode=lambda result: [counts.tolist() for counts in result],
                          decode=lambda data: tuple(torch.tensor(counts) for counts in data))
+
+
+@torch.no_grad()
+def without_first_position(trained: TrainedModel, samples: int = 5000,
+                           seed: int = HELD_OUT_SEED) -> dict[str, float]:
+    """An intervention on a learned-encoding signal model: held-out exact match as trained, and
+    with position 0's learned vector replaced by the mean of the input's other positions' (so
+    that position 0 is no longer told apart). The model is restored afterwards."""
+    table = trained.model.position.table  # (positions, D)
+    length = trained.task.length  # S, the signal and the letters after it
+    batch = trained.task.sample(samples, held_out_generator(seed))
+    scores = {}
+    original = table[0].clone()
+    try:
+        for name, vector in (("as trained", original), ("position 0 as the others",
+                                                       table[1:length].mean(dim=0))):
+            table[0] = vector
+            with single_thread():
+                _, predictions = predict(trained.model, batch.inputs)
+            scores[name] = (predictions == batch.targets).all(dim=1).float().mean().item()
+    finally:
+        table[0] = original
+    return scores
+
+
+def cached_without_first_position(trained: TrainedModel) -> dict[str, float]:
+    """[`without_first_position`][attnprimer.experiments.positional_encoding.without_first_position],
+    computed once per model and code."""
+    return cached_result(without_first_position, trained)
 
 
 @torch.no_grad()
