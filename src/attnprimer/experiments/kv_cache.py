@@ -131,16 +131,8 @@ def measure_decoding_in_fresh_processes(num_outputs: int, lengths: Iterable[int]
                                         repeats: int = 2) -> list[DecodingPoint]:
     """[`measure_decoding`][attnprimer.experiments.kv_cache.measure_decoding] in two new Python
     processes on one thread: the times from one with the ordinary allocator, the cache bytes and
-    peaks from one with the exact allocator.
-
-    Examples:
-        >>> points = measure_decoding_in_fresh_processes(8, [4], dim=16, heads=2, layers=1,
-        ...                                              repeats=1)
-        >>> [(point.cache, point.length, point.cache_bytes) for point in points]
-        [(True, 4, 2560), (False, 4, 0)]
-        >>> 2 * (16 + 1 + 3) * 16 * 4      # keys and values of the prompt, separator, 3 tokens
-        2560
-    """
+    peaks from one with the exact allocator (``python -m attnprimer.experiments.kv_cache
+    --json``, then the same with ``--exact-allocator``)."""
     arguments = ["--classes", str(num_outputs), "--dim", str(dim), "--heads", str(heads),
                  "--layers", str(layers), "--repeats", str(repeats),
                  "--lengths", *map(str, lengths)]
