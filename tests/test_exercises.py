@@ -144,6 +144,16 @@ def test_wrong_dtypes_and_types_say_what_was_expected():
         "scaled_dot_product_attention", lambda q, k, v, mask=None: F.scaled_dot_product_attention(q, k, v, mask))
 
 
+def test_an_additive_float_mask_is_named_as_such_not_as_a_flipped_boolean_one():
+    # -inf above the diagonal cast to bool is True there: the old checker then named the
+    # "True marks the blocked keys" mistake, which is not what the reader wrote
+    message = diagnose("causal_mask",
+                       lambda length: torch.full((length, length), float("-inf")).triu(1))
+    assert "dtype torch.float32; expected torch.bool" in message
+    assert "additive mask" in message
+    assert "known mistake" not in message
+
+
 def test_an_exception_is_reported_with_the_case_and_a_hint_for_view():
     def merge_with_view(x):
         batch, heads, length, head_dim = x.shape

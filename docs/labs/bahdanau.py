@@ -139,8 +139,8 @@ plot_task_attention(task, inputs[:n], prediction[:steps], weights)
 #
 # The model saw inputs of 1 to 10 letters. Try 14: the task is rebuilt at that length
 # (the model is unchanged). Which output steps lose the diagonal, and which input
-# positions should they have read? Remember that in training no input had a position
-# 10 or beyond.
+# positions should they have read? In training no input had a position 10 or beyond:
+# are the steps that go wrong the ones that read those positions?
 
 # %%
 longer = task.at_length(14)

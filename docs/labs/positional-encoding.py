@@ -90,9 +90,9 @@ print(f"position 3 . position 8 = {gram[3, 8]:.4f}; "
 #
 # Some libraries put all the sines in the first half of the row and all the cosines in
 # the second. That is the same information in another order, and it has the same offset
-# property. The check still rejects it, and says why: the models in this primer, and the
-# reference, use the interleaved layout, and a model trained with one layout would read
-# the other as a different encoding (not tested here).
+# property. The check still rejects it: the reference, and the models in this primer, use
+# the interleaved layout (the check's message names it), and a model trained with one
+# layout would read the other as a different encoding (not tested here).
 
 # %%
 def halves_encoding(length, dim):
@@ -141,7 +141,7 @@ assert len(blind_answers) == 1
 # The model without an encoding gives the same answer to all three inputs: it sees a
 # bag of letters and cannot know which came first, so it can only guess (the chapter
 # computes the best any such model can do). The model with a learned encoding tells them
-# apart and answers each one right.
+# apart and answers each one right (seed 0; the chapter tests every seed on 10,000 inputs).
 #
 # ## Going further
 #

@@ -102,8 +102,9 @@ print(exercises.diagnose("scaled_dot_product_attention",
 # If the entries of a query and a key are independent with mean 0 and variance 1, their
 # dot product is a sum of $D_k$ such products: its variance is $D_k$. The wider the
 # vectors, the further apart the scores, and a softmax of scores far apart puts nearly all
-# the weight on one key, and the softmax's gradient becomes tiny. Measure it: the average largest
-# weight of a query over 16 random keys, with and without the scale.
+# the weight on one key, where the softmax's gradient shrinks (the chapter measures the
+# gradient; this cell measures the weights): the average largest weight of a query over 16
+# random keys, with and without the scale.
 
 # %%
 def mean_max_weight(scores):
@@ -121,7 +122,7 @@ for dim in (4, 16, 64, 256, 1024):
 
 # %% [markdown]
 # Without the scale the largest weight heads for 1 as $D_k$ grows: attention becomes a
-# nearly hard lookup whose gradients are tiny. The scores' spread grows as $\sqrt{D_k}$
+# nearly hard lookup. The scores' spread grows as $\sqrt{D_k}$
 # (the second column); divided by $\sqrt{D_k}$ it stays near 1 whatever the width, and
 # the weights stay soft.
 #

@@ -123,7 +123,7 @@ for step, (a, b) in enumerate(zip(forced, free)):
 # ## Going further
 #
 # * Run `step_accuracy` on `models["attention (additive)"]`. Which steps are hardest for
-#   each model, and why is the last step (the end token) easy for all of them?
+#   each model. Is the last step (the end token) easy for all of them?
 # * Train a vanilla model with a larger state, e.g.
 #   `attnprimer train reversal --decoder vanilla --hidden 128` on the command line.
 #   How much of the gap to attention does a wider bottleneck close at the same budget?

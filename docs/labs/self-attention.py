@@ -62,8 +62,9 @@ print([f"{m:.2g}" for m in moved.tolist()])
 
 # %% [markdown]
 # `nn.MultiheadAttention` reads a boolean mask the other way round: True there means
-# *blocked*. Handing it our mask unconverted would let every position see only the
-# future. `attnprimer.to_blocked_mask` converts (it is a logical not):
+# *blocked*. Handing it our mask unconverted would let each position see only the future,
+# and leave the last one nothing to read (its weights come out NaN).
+# `attnprimer.to_blocked_mask` converts (it is a logical not):
 
 # %%
 print(to_blocked_mask(causal_mask(4)).int())

@@ -231,7 +231,8 @@ def _compare(exercise: Exercise, case: Case, got: Any, expected: tuple[Any, ...]
             return (f"{label} has shape {tuple(mine.shape)}; expected {tuple(reference.shape)}, "
                     f"that is {shape}, {where}.{_shape_hint(mine.shape, reference.shape)}")
         if mine.dtype != reference.dtype:
-            return f"{label} has dtype {mine.dtype}; expected {reference.dtype}.{_dtype_hint(reference.dtype)}"
+            return (f"{label} has dtype {mine.dtype}; expected {reference.dtype}."
+                    f"{_dtype_hint(mine, reference.dtype)}")
         problem = _compare_values(mine, reference, exercise.atol)
         if problem is not None:
             return f"{label}: {problem}, {where}.\n" + _examples(mine, reference, exercise.atol)
@@ -246,7 +247,10 @@ def _shape_hint(got: torch.Size, expected: torch.Size) -> str:
     return ""
 
 
-def _dtype_hint(expected: torch.dtype) -> str:
+def _dtype_hint(got: torch.Tensor, expected: torch.dtype) -> str:
+    if expected == torch.bool and got.is_floating_point() and ((got == 0) | got.isneginf()).all():
+        return (" A float mask of 0 and -inf is an additive mask, added to the scores;"
+                " this one is boolean: True = may attend.")
     if expected == torch.bool:
         return " Masks are boolean: True = may attend (compare, or call .bool())."
     if expected == torch.float32:
@@ -336,7 +340,8 @@ def _same(mine: tuple[Any, ...] | None, theirs: tuple[Any, ...] | None) -> bool:
     if mine is None or theirs is None or len(mine) != len(theirs):
         return False
     return all(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-               and not _differs(a.to(b.dtype), b, 1e-5).any() for a, b in zip(mine, theirs))
+               and a.dtype == b.dtype and not _differs(a, b, 1e-5).any()
+               for a, b in zip(mine, theirs))
 
 
 # --- the exercises -----------------------------------------------------------------------------
