@@ -285,3 +285,15 @@ def test_short_held_out_inputs_were_nearly_all_seen_in_training():
     assert min(share[length] for length in range(1, 5)) > 0.9
     assert 0.25 < share[5] < 0.4
 
+
+def test_the_home_maps_curves_part_from_seven_letters_on(decoders):
+    # the home page's alt text: "both near 1 on short inputs; as the inputs grow, the vanilla one
+    # falls further, from seven letters on" (the means of the vanilla and additive curves)
+    vanilla, attention = (decoders.array(label).mean(axis=0)
+                          for label in ("vanilla", "attention (additive)"))
+    lengths = list(decoders.lengths)
+    assert min(vanilla[lengths.index(1)], attention[lengths.index(1)]) >= 0.98
+    assert vanilla[lengths.index(6)] >= attention[lengths.index(6)]
+    for length in range(7, 16):  # from 16 letters on both are near 0
+        assert vanilla[lengths.index(length)] < attention[lengths.index(length)], length
+

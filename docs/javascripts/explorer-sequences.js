@@ -101,7 +101,7 @@
         ui.attention.replaceChildren(element("p", { class: "explorer-hint", text:
           `The ${model.decoder} decoder has no attention weights to show: every step reads ` +
           (model.decoder === "peeky" ? "the same summary of the input, the encoder's last state."
-            : "only its own state, which began as the encoder's last state.") }));
+            : "only its own state, which began as a learned map of the encoder's last state.") }));
         return undefined;
       }
       const forced = Object.keys(force).map(Number);
