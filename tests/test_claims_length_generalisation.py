@@ -240,4 +240,3 @@ def test_where_each_head_looks_on_the_sixteen_letter_example(runs):
     # ALiBi's: a band parallel to the anti-diagonal, two to five letters to its left
     left = squares - most_weighted("alibi")
     assert ((left[2:13] >= 2) & (left[2:13] <= 5)).all()
-

@@ -77,8 +77,9 @@ def test_the_learned_encoding_marks_the_first_position(models, seed_index):
     norms = trained.model.position.norms()[: trained.task.length]
     assert norms[0] >= 2 * norms[1:].max(), norms
     assert norms[1:].max() <= 1.07 * norms[1:].min(), norms  # "within a few percent"
-    others = trained.model.position.table.detach()[1: trained.task.length]  # "point nearly the
-    cosines = F.cosine_similarity(others[:, None], others[None], dim=-1)  # same way"
+    # "and point nearly the same way"
+    others = trained.model.position.table.detach()[1: trained.task.length]  # (S - 1, D)
+    cosines = F.cosine_similarity(others[:, None], others[None], dim=-1)
     assert cosines.min() >= 0.9, cosines.min()
 
 

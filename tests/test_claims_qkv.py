@@ -377,4 +377,3 @@ def test_each_learned_query_points_closest_to_its_own_letters_key(site_models):
             keys = network.key_value(torch.eye(network.num_tokens))  # (V + 1, D)
             cosines = F.cosine_similarity(network.queries[:, None], keys[None], dim=-1)
         assert cosines.argmax(dim=-1).tolist() == list(range(1, network.num_tokens))
-

@@ -216,12 +216,18 @@ def state_probes(trained: TrainedModel) -> dict[str, float]:
 
 
 @torch.no_grad()
+def _letter_step_weights(trained: TrainedModel, length: int, samples: int) -> torch.Tensor:
+    """Greedy decoding of ``samples`` held-out inputs of ``length`` letters: the attention
+    weights of the letter steps (the end step left out), (B, n, S)."""
+    inputs, _ = trained.task.at_length(length).sample(samples, held_out_generator(0))
+    return trained.model(inputs).attention["encoder-decoder"][:, :length]
+
+
 def _largest_weight(trained: TrainedModel, lengths: list[int], samples: int) -> float:
     largest = []
     for length in lengths:
-        inputs, _ = trained.task.at_length(length).sample(samples, held_out_generator(0))
-        weights = trained.model(inputs).attention["encoder-decoder"][:, :length]  # (B, n, S)
-        largest.append(weights.max(dim=-1).values.flatten())  # letter steps only
+        weights = _letter_step_weights(trained, length, samples)  # (B, n, S)
+        largest.append(weights.max(dim=-1).values.flatten())
     return torch.cat(largest).mean().item()
 
 
@@ -231,12 +237,10 @@ def largest_weight(trained: TrainedModel, lengths: Iterable[int], samples: int =
     return cached_result(_largest_weight, trained, lengths=list(lengths), samples=samples)
 
 
-@torch.no_grad()
 def _split_rows(trained: TrainedModel, lengths: list[int], samples: int) -> float:
     split, steps = 0, 0
     for length in lengths:
-        inputs, _ = trained.task.at_length(length).sample(samples, held_out_generator(0))
-        weights = trained.model(inputs).attention["encoder-decoder"][:, :length]  # (B, n, S)
+        weights = _letter_step_weights(trained, length, samples)  # (B, n, S)
         top = weights.topk(min(2, length), dim=-1)  # the two largest of each letter step
         copied = torch.arange(length - 1, -1, -1)  # step t copies position n - 1 - t
         pair = torch.stack([copied, copied + 1], dim=-1)  # (n, 2): the letter, one to its right
