@@ -296,4 +296,3 @@ def test_the_home_maps_curves_part_from_seven_letters_on(decoders):
     assert vanilla[lengths.index(6)] >= attention[lengths.index(6)]
     for length in range(7, 16):  # from 16 letters on both are near 0
         assert vanilla[lengths.index(length)] < attention[lengths.index(length)], length
-

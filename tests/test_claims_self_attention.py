@@ -410,4 +410,3 @@ def test_training_moves_the_norm_far_yet_count_steps_stay_on_the_diagonal(models
         assert 0.7 <= norm.bias.norm().item() / lengths <= 1.4
         counts = hidden.shape[1] - 1  # every step but the last, the difference step
         assert (scores[:, :counts].argmax(dim=-1) == torch.arange(counts)).all()
-

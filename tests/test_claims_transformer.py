@@ -649,4 +649,3 @@ def test_adams_first_update_is_about_the_learning_rate_whatever_the_gradient():
     torch.testing.assert_close(weights.detach()[:3], torch.tensor([-0.01, -0.01, 0.01]),
                                rtol=1e-3, atol=0)
     assert weights.detach()[3].abs() < 1e-5  # a vanishing gradient barely moves its weight
-
