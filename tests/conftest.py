@@ -1,15 +1,34 @@
-"""Shared fixtures for the tests of the attention mechanisms."""
+"""Shared fixtures for the tests of the attention mechanisms.
+
+The tests come in three sessions, by folder: ``nox -s tests`` runs everything here that needs
+no site model (``pytest`` alone runs the same); ``nox -s claims`` runs ``tests/claims/``, the
+claims of the pages checked on the site's trained models (``pytest tests/claims``); ``nox -s
+site_tests`` runs ``tests/site/`` on the built site. The ``site_models`` fixture exists only
+in ``tests/claims/conftest.py``, so a test elsewhere that asks for a site model fails.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
+CLAIMS = Path(__file__).parent / "claims"
+"""The claims tests' folder: collected only when it (or a file in it) is named."""
+
 # The browser tests of the built site run in their own session (nox -s site_tests).
 if not os.environ.get("ATTNPRIMER_SITE_TESTS"):
     collect_ignore = ["site"]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out ``tests/claims`` unless the command line names it or something in it."""
+    if collection_path != CLAIMS:
+        return None
+    named = (Path(arg.split("::")[0]).resolve() for arg in config.args)
+    return not any(path.is_relative_to(CLAIMS) for path in named) or None
 
 # The acceptance tolerances: float64 to 1e-10, float32 to 1e-5 (both atol and rtol).
 ATTENTION_TOLERANCES = {torch.float64: 1e-10, torch.float32: 1e-5}
@@ -32,31 +51,6 @@ def float_tol(float_dtype: torch.dtype) -> dict[str, float]:
 def generator() -> torch.Generator:
     """A freshly seeded CPU generator, so each test draws the same tensors every run."""
     return torch.Generator().manual_seed(20240521)
-
-
-@pytest.fixture(scope="session")
-def site_models():
-    """The site's trained models: ``site_models(model)`` for a ``SiteModel`` of the catalogue,
-    from the real cache, training what it lacks first.
-
-    Missing models train in parallel (one per CPU), exactly as the docs build trains them, so
-    the claims tests check the very models the pages show.
-    """
-    from attnprimer.cache import train_missing
-    from attnprimer.site_models import SITE_MODELS, SiteModel
-    from attnprimer.train import TrainedModel
-
-    train_missing((model.task, model.config) for model in SITE_MODELS)
-    loaded: dict[SiteModel, TrainedModel] = {}
-
-    def get(model: SiteModel) -> TrainedModel:
-        if model not in SITE_MODELS:
-            raise LookupError(f"{model.label} is not a site model")
-        if model not in loaded:
-            loaded[model] = model.trained()
-        return loaded[model]
-
-    return get
 
 
 @pytest.fixture

@@ -294,9 +294,12 @@ def test_train_missing_trains_only_what_is_missing(monkeypatch, train_calls):
 
 
 def test_train_missing_in_parallel_makes_the_same_models(tiny):
-    configs = [TINY_CONFIG, TrainConfig(steps=30, seed=1)]
-    trained = train_missing([(TINY_TASK, config) for config in configs], workers=2)
+    configs, lines = [TINY_CONFIG, TrainConfig(steps=30, seed=1)], []
+    trained = train_missing([(TINY_TASK, config) for config in configs], workers=2,
+                            report=lines.append)
     assert len(trained) == 2
+    # the parent reports each model as its worker finishes it
+    assert sorted(line.split(" (")[0] for line in lines[1:]) == ["trained 1/2", "trained 2/2"]
     parallel = load_checkpoint(cached_path(TINY_TASK, TINY_CONFIG))
     assert states_equal(parallel.model.state_dict(), tiny.model.state_dict())
     assert parallel.history["loss"] == tiny.history["loss"]

@@ -965,9 +965,11 @@ def test_ctrl_c_stops_train_all_and_its_workers(cache):
             time.sleep(0.1)
         left = _processes_with(cache)
     assert process.returncode == 130
-    # One line: no traceback from the workers either.
-    assert err == ("attnprimer: interrupted while training the site's models; 0 of 2 are cached, "
-                   "nothing else was saved\n")
+    # The progress line, then one line: no traceback from the workers either.
+    started, *rest = err.splitlines(keepends=True)
+    assert started.startswith("training 2 models the cache lacks, 2 at a time")
+    assert rest == ["attnprimer: interrupted while training the site's models; 0 of 2 are "
+                    "cached, nothing else was saved\n"]
     assert out == ""
     assert left == []
     assert not cache.exists() or files_in(cache) == []

@@ -1,6 +1,6 @@
 """The mechanism of the Bahdanau chapter's experiments, on small untrained models.
 
-The claims about the trained models are in ``test_claims_bahdanau.py``.
+The claims about the trained models are in ``tests/claims/test_claims_bahdanau.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pure plot functions, reproducible saving, and the registry of the site's figures.
 
-No test here needs a trained model: recipes that do are exercised by test_claims.py.
+No test here needs a trained model: recipes that do are exercised by the claims tests (tests/claims).
 """
 
 from __future__ import annotations
@@ -504,7 +504,7 @@ def test_editing_a_shared_helper_rerenders_every_page_that_uses_it(package_copy,
 
 
 def test_model_free_recipe_renders(tmp_path):
-    # The score table needs no trained model; the counting recipes are tested in test_claims.
+    # The score table needs no trained model; the counting recipes are tested in tests/claims.
     path = render(FIGURES["qkv/score_table"], tmp_path)
     table = path.read_text().splitlines()
     assert table[0].startswith("| score |")

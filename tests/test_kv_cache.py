@@ -1,6 +1,6 @@
 """The key/value cache gives the outputs of full recomputation, on untrained models.
 
-The same equality on the trained site models is in ``tests/test_claims_kv_cache.py``.
+The same equality on the trained site models is in ``tests/claims/test_claims_kv_cache.py``.
 """
 
 from __future__ import annotations

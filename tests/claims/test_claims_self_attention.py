@@ -1,6 +1,6 @@
 """The claims of the self-attention chapter about its trained difference models.
 
-Like test_claims.py, these run on the models the docs build uses (the real model cache, via the
+Like every claims test, these run on the models the docs build uses (the real model cache, via the
 ``site_models`` fixture), so the page and the tests look at the very same weights. Each test
 names the sentence of the chapter it checks.
 """
