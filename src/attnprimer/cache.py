@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from attnprimer.files import cache_dir, write_atomically
 from attnprimer.fingerprints import code_fingerprint, fingerprint, module_path
+from attnprimer.progress import TrainingProgress
 from attnprimer.tasks.base import Task
 from attnprimer.train import (HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate,
                               single_thread, train)
@@ -209,7 +210,8 @@ def _code_of(function: Callable) -> str:
 
 
 def train_missing(
-    specs: Iterable[tuple[Task, TrainConfig]], *, workers: int | None = None
+    specs: Iterable[tuple[Task, TrainConfig]], *, workers: int | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[tuple[Task, TrainConfig]]:
     """Train and cache every model of ``specs`` the cache lacks, several at a time.
 
@@ -217,9 +219,13 @@ def train_missing(
     default: one per CPU), so a cold cache fills about ``workers`` times faster.
     Training is deterministic, so the models are the ones
     [`get_trained`][attnprimer.cache.get_trained] would have made one by one.
+    A line goes to ``report`` (default: standard error) when training starts and as each
+    model finishes, with an estimate of what is left
+    ([`TrainingProgress`][attnprimer.progress.TrainingProgress]).
 
     Ctrl-C (``KeyboardInterrupt``, raised here) stops every worker at once, quietly:
-    the models finished before stay cached, and no half-written file is left.
+    the models finished before stay cached, and no half-written file is left. Run again, it
+    trains only what is still missing.
 
     Returns:
         The (task, config) pairs that were trained.
@@ -228,8 +234,21 @@ def train_missing(
     if all(cached_path(task, config).is_file() for task, config in specs):
         return []
     with training_lock():  # another process filling the same cache: wait, then train the rest
-        return _train_missing([spec for spec in specs if not cached_path(*spec).is_file()],
-                              workers)
+        missing = [spec for spec in specs if not cached_path(*spec).is_file()]
+        if not missing:
+            return []
+        workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
+        # Longest first: the last model to start is then a short one, and the workers finish
+        # together instead of one waiting for a long model started last.
+        progress = TrainingProgress(missing, workers, report)
+        missing.sort(key=progress.expected.__getitem__, reverse=True)
+        progress.started()
+        if workers == 1:
+            for spec in missing:
+                progress.done(spec, _train_and_cache(spec))
+        else:
+            run_in_processes(_train_and_cache, missing, workers=workers, on_done=progress.done)
+        return missing
 
 
 @contextmanager
@@ -249,30 +268,6 @@ def training_lock():
         os.close(lock)  # closing releases the lock
 
 
-def _train_missing(missing: list[tuple[Task, TrainConfig]],
-                   workers: int | None) -> list[tuple[Task, TrainConfig]]:
-    workers = max(1, min(workers or os.cpu_count() or 1, len(missing)))
-    if workers == 1:
-        for task, config in missing:
-            get_trained(task, config)
-        return missing
-    # Longest first: the last model to start is then a short one, and the workers finish
-    # together instead of one waiting for a long model started last.
-    run_in_processes(_train_and_cache, sorted(missing, key=_expected_seconds, reverse=True),
-                     workers=workers)
-    return missing
-
-
-STEP_MILLISECONDS = {"counting": 1.5, "difference": 2.5, "signal": 6.0, "reversal": 20.0}
-"""Milliseconds per training step of 100 examples, measured per task on the 2-core machine
-(one thread): only the order in which ``train_missing`` starts models depends on them."""
-
-
-def _expected_seconds(spec: tuple[Task, TrainConfig]) -> float:
-    task, config = spec
-    per_step = STEP_MILLISECONDS.get(task.name, max(STEP_MILLISECONDS.values()))
-    return config.steps * per_step * config.batch_size / 100 / 1000
-
-
-def _train_and_cache(spec: tuple[Task, TrainConfig]) -> None:
-    get_trained(*spec)
+def _train_and_cache(spec: tuple[Task, TrainConfig]) -> float:
+    """Train one model into the cache (in a worker process); its training seconds."""
+    return get_trained(*spec).train_seconds

@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="held-out sequences to score once trained (default: 10000)")
         sub.set_defaults(handler=_train)
     every = tasks.add_parser("all", help="train (or load from the cache) every model the site uses")
+    every.add_argument("--no-eval", action="store_true",
+                       help="train what the cache lacks, then stop: no held-out scores")
     every.set_defaults(handler=_train_site_models)
 
     _, subs = _task_commands(commands, "test", "show a trained model's prediction and attention")
@@ -295,6 +297,9 @@ def _train_site_models(args: argparse.Namespace) -> int:
     specs = [(model.task, model.config) for model in SITE_MODELS]
     for task, config in _train_missing(specs, "the site's models"):
         print(f"trained: {_train_command(task, config)}")
+    if args.no_eval:
+        print(f"all {len(specs)} of the site's models are cached")
+        return 0
     try:
         for model in SITE_MODELS:
             trained = get_trained(model.task, model.config, progress=True)

@@ -21,6 +21,7 @@ from typing import Any
 from attnprimer.cache import get_trained
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.position_schemes import POSITION_SCHEMES
+from attnprimer.progress import describe
 from attnprimer.tasks import (TASKS, CopyReverseTask, CountingTask, DifferenceTask, ReversalTask,
                               ReversalTransformerTask, SignalTask, Task)
 from attnprimer.train import TrainConfig, TrainedModel
@@ -88,12 +89,7 @@ class SiteModel:
             >>> site_model("reversal", decoder="vanilla").label
             'reversal decoder=vanilla seed=0'
         """
-        defaults = SiteModel.default(type(self.task)(), self.config.seed)
-        changed = [f"{name}={value}" for name, value in asdict(self.task).items()
-                   if value != getattr(defaults.task, name)]
-        changed += [f"{name}={value}" for name, value in asdict(self.config).items()
-                    if name != "seed" and value != getattr(defaults.config, name)]
-        return " ".join([self.task.name, *changed, f"seed={self.config.seed}"])
+        return describe(self.task, self.config)
 
     def trained(self) -> TrainedModel:
         """The trained model: from the cache, or trained (and cached) now."""

@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -25,12 +25,14 @@ Result = TypeVar("Result")
 
 
 def run_in_processes(function: Callable[[Item], Result], items: Sequence[Item], *,
-                     workers: int) -> list[Result]:
+                     workers: int,
+                     on_done: Callable[[Item, Result], object] | None = None) -> list[Result]:
     """``[function(item) for item in items]``, in ``workers`` spawned processes.
 
     Items start in their order (put the longest first); results come back in the same order.
-    ``function`` and the items must pickle (a module-level function). The first exception,
-    Ctrl-C included, stops every worker at once and is raised here.
+    ``on_done(item, result)`` is called here, in this process, as each item finishes (in the
+    order they finish). ``function`` and the items must pickle (a module-level function). The
+    first exception, Ctrl-C included, stops every worker at once and is raised here.
     """
     # spawn: a fresh interpreter per worker, whatever threads the parent runs.
     context = multiprocessing.get_context("spawn")
@@ -39,7 +41,11 @@ def run_in_processes(function: Callable[[Item], Result], items: Sequence[Item], 
                                    initializer=_stop_on_sigterm)
     try:
         with _ctrl_c_reaches_only_this_process():  # and its workers
-            futures = [pool.submit(_call, function, item) for item in items]
+            futures = {pool.submit(_call, function, item): item for item in items}
+        for future in as_completed(futures):
+            result = future.result()  # raises the worker's exception
+            if on_done is not None:
+                on_done(futures[future], result)
         results = [future.result() for future in futures]
     except BaseException:  # Ctrl-C, or a failure: stop the others now
         _terminate(pool)
