@@ -41,9 +41,10 @@ def install(session: nox.Session, *groups: str, package: bool = True) -> None:
     A reused venv that already holds exactly these requirements is left alone: pip would
     spend seconds finding that out, and the package is editable, so its code is current.
     """
-    requirements = [req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)]
-    wanted = "\n".join([(ROOT / "pyproject.toml").read_text(), (ROOT / "constraints.txt").read_text(),
-                        str(package), *requirements])
+    requirements = [requirement for group in groups
+                    for requirement in nox.project.dependency_groups(PYPROJECT, group)]
+    wanted = "\n".join([(ROOT / "pyproject.toml").read_text(),
+                        (ROOT / "constraints.txt").read_text(), str(package), *requirements])
     stamp = Path(session.virtualenv.location) / ".attnprimer-installed"
     if stamp.is_file() and stamp.read_text() == wanted:
         session.log("requirements unchanged since the last install: not reinstalling")

@@ -63,7 +63,8 @@ def test_block_and_swap_as_trained_is_the_models_own_accuracy(with_self):
     results = block_and_swap(with_self, samples=1000, seed=6)
     inputs, targets = unequal_batch(with_self, 1000, 6)
     predicted = with_self.model(inputs).logits[:, -1].argmax(-1)
-    assert results["as trained"] == pytest.approx((predicted == targets[:, -1]).float().mean().item())
+    right = (predicted == targets[:, -1]).float().mean().item()
+    assert results["as trained"] == pytest.approx(right)
 
 
 def test_blocking_the_larger_count_agrees_with_the_models_own_mask(with_self):

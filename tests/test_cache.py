@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 import attnprimer.cache as cache_module
 import attnprimer.fingerprints as fingerprints
 from attnprimer.cache import cached_path, cached_result, get_trained, train_missing
+from attnprimer.checkpoints import load_checkpoint
 from attnprimer.files import cache_dir
 from attnprimer.fingerprints import dependencies
-from attnprimer.checkpoints import load_checkpoint
 from attnprimer.site_models import SITE_MODELS
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig

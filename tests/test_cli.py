@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import io
+import json
 import os
 import re
 import select
@@ -23,8 +24,8 @@ import attnprimer.cache as cache_module
 from attnprimer import cli
 from attnprimer.cache import cached_path
 from attnprimer.checkpoints import load_checkpoint, save_checkpoint
-from attnprimer.fingerprints import PARSES_FILE
 from attnprimer.cli import main
+from attnprimer.fingerprints import PARSES_FILE
 from attnprimer.site_models import SiteModel
 from attnprimer.tasks import TASKS, CountingTask
 from attnprimer.train import TrainConfig, train
@@ -288,7 +289,7 @@ def test_eval_plain_text(run, trained):
     ],
 )
 def test_bad_usage_exits_2_with_one_line(run, argv, cache):
-    code, out, err = run(*argv)
+    code, _, err = run(*argv)
     assert code == 2
     assert_one_line_error(err)
     assert not cache.exists()  # nothing was trained
@@ -303,7 +304,7 @@ def test_bad_input_exits_2_with_one_line(run, trained, text):
 
 
 def test_help_exits_0(run):
-    code, out, err = run("--help")
+    code, out, _ = run("--help")
     assert code == 0
     for command in ("train", "test", "eval", "figures"):
         assert command in out
@@ -665,7 +666,7 @@ def _environment(cache: Path) -> dict[str, str]:
 
 def test_python_dash_m_attnprimer(cache):
     result = subprocess.run([sys.executable, "-m", "attnprimer", "--help"], capture_output=True,
-                            text=True, env=_environment(cache), timeout=120)
+                            text=True, env=_environment(cache), timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "usage: attnprimer" in result.stdout
     assert "train" in result.stdout and "eval" in result.stdout
@@ -673,7 +674,8 @@ def test_python_dash_m_attnprimer(cache):
 
 def test_python_dash_m_attnprimer_exit_codes(cache):
     result = subprocess.run([sys.executable, "-m", "attnprimer", "eval", "counting", *TINY],
-                            capture_output=True, text=True, env=_environment(cache), timeout=120)
+                            capture_output=True, text=True, env=_environment(cache), timeout=120,
+                            check=False)
     assert result.returncode == 1
     assert_one_line_error(result.stderr)
     assert "attnprimer train counting" in result.stderr
@@ -689,7 +691,8 @@ def _console_script() -> str | None:
                     reason="the attnprimer console script is not installed")
 def test_console_script(cache):
     result = subprocess.run([_console_script(), "train", "counting", "--steps", "0"],
-                            capture_output=True, text=True, env=_environment(cache), timeout=120)
+                            capture_output=True, text=True, env=_environment(cache), timeout=120,
+                            check=False)
     assert result.returncode == 2
     assert_one_line_error(result.stderr)
 
@@ -874,10 +877,8 @@ def _started(argv: list[str], cache: Path):
     try:
         yield process
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # all gone already
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:  # all gone already
-            pass
         process.wait()
 
 
@@ -968,8 +969,8 @@ def test_ctrl_c_stops_train_all_and_its_workers(cache):
     # The progress line, then one line: no traceback from the workers either.
     started, *rest = err.splitlines(keepends=True)
     assert started.startswith("training 2 models the cache lacks, 2 at a time")
-    assert rest == ["attnprimer: interrupted while training the site's models; 0 of 2 are "
-                    "cached, nothing else was saved\n"]
+    assert rest == [("attnprimer: interrupted while training the site's models; 0 of 2 are "
+                     "cached, nothing else was saved\n")]
     assert out == ""
     assert left == []
     assert not cache.exists() or files_in(cache) == []

@@ -15,8 +15,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from attnprimer.figures import FIGURES
-from attnprimer.figures.attention_diagrams import (plot_counting_model, plot_multihead,
-                                                   plot_scaled_dot_product, plot_signal_model)
+from attnprimer.figures.attention_diagrams import (
+    plot_counting_model,
+    plot_multihead,
+    plot_scaled_dot_product,
+    plot_signal_model,
+)
 from attnprimer.figures.diagrams import KINDS, arrow, box, canvas, texts
 from attnprimer.figures.plotting import BLUE, GREEN, INK, ORANGE, PURPLE
 from attnprimer.figures.rnn_diagrams import plot_alignment_model, plot_encoder_decoder

@@ -33,7 +33,8 @@ def test_the_labs_exercises_are_all_there():
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_passes(name):
     passed = check(name, EXERCISES[name].reference)
-    assert repr(passed) == f"✓ {name} matches the reference on {len(EXERCISES[name].cases())} cases."
+    cases = len(EXERCISES[name].cases())
+    assert repr(passed) == f"✓ {name} matches the reference on {cases} cases."
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -64,7 +65,8 @@ def test_each_known_mistake_fails_and_is_named(name, index):
     message = _flat(str(raised.value))
     assert message.startswith(f"✗ {name}")
     assert f"This looks like a known mistake: {_flat(mistake.explanation)}" in message
-    others = [_flat(other.explanation) for other in EXERCISES[name].mistakes if other is not mistake]
+    others = [_flat(other.explanation)
+              for other in EXERCISES[name].mistakes if other is not mistake]
     assert not any(other in message for other in others)  # exactly one mistake named
 
 
@@ -98,7 +100,8 @@ def test_wrong_values_give_the_count_the_worst_entry_and_both_values():
     message = diagnose("sinusoidal_encoding", off_by_one_entry)
     reference = exercises.sinusoidal_encoding(4, 6)[2, 3].item()
     assert "1 of 24 entries differ from the reference, for length = 4 and dim = 6." in message
-    assert f"at [2, 3]: yours {reference + 0.5:.6g}, reference {reference:.6g} (off by 0.5)" in message
+    expected = f"at [2, 3]: yours {reference + 0.5:.6g}, reference {reference:.6g} (off by 0.5)"
+    assert expected in message
 
 
 def test_a_constant_factor_is_pointed_out():
@@ -137,11 +140,13 @@ def test_wrong_dtypes_and_types_say_what_was_expected():
     assert "dtype torch.float32; expected torch.bool" in diagnose(
         "causal_mask", lambda length: torch.ones(length, length).tril())
     assert "expected torch.float32" in diagnose(
-        "sinusoidal_encoding", lambda length, dim: exercises.sinusoidal_encoding(length, dim).double())
+        "sinusoidal_encoding",
+        lambda length, dim: exercises.sinusoidal_encoding(length, dim).double())
     assert "should be a torch.Tensor; it is a list" in diagnose(
         "causal_mask", lambda length: [[True]])
     assert "should return a tuple (context, weights); it returned a Tensor" in diagnose(
-        "scaled_dot_product_attention", lambda q, k, v, mask=None: F.scaled_dot_product_attention(q, k, v, mask))
+        "scaled_dot_product_attention",
+        lambda q, k, v, mask=None: F.scaled_dot_product_attention(q, k, v, mask))
 
 
 def test_an_additive_float_mask_is_named_as_such_not_as_a_flipped_boolean_one():
@@ -194,7 +199,8 @@ def test_an_unknown_exercise_lists_the_known_ones():
 
 
 def test_long_lines_are_folded_for_a_notebook_and_keep_their_indent():
-    message = _diagnose("sinusoidal_encoding", EXERCISES["sinusoidal_encoding"].mistakes[0].function)
+    mistake = EXERCISES["sinusoidal_encoding"].mistakes[0]
+    message = _diagnose("sinusoidal_encoding", mistake.function)
     lines = message.splitlines()
     assert max(len(line) for line in lines) <= 78  # a notebook output area, unscrolled
     hint = next(index for index, line in enumerate(lines) if "known mistake" in line)

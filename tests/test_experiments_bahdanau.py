@@ -8,8 +8,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, first_step_reaching,
-                                             forced_attention, one_hot, teacher_forced)
+from attnprimer.experiments.bahdanau import (
+    FORCED_OFFSETS,
+    first_step_reaching,
+    forced_attention,
+    one_hot,
+    teacher_forced,
+)
 from attnprimer.tasks import ReversalTask
 from attnprimer.train import TrainConfig, train
 

@@ -6,8 +6,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attnprimer.experiments.length_generalisation import (exact_match, first_errors,
-                                                          source_attention, source_columns)
+from attnprimer.experiments.length_generalisation import (
+    exact_match,
+    first_errors,
+    source_attention,
+    source_columns,
+)
 from attnprimer.models import ModelOutput
 from attnprimer.tasks import CopyReverseTask
 from attnprimer.train import TrainConfig, TrainedModel, train

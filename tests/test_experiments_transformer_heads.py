@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.experiments.transformer_heads import (PATTERNS, copy_groups, head_ablation,
-                                                      head_patterns)
+from attnprimer.experiments.transformer_heads import (
+    PATTERNS,
+    copy_groups,
+    head_ablation,
+    head_patterns,
+)
 from attnprimer.models import ModelOutput
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import TrainConfig, predict_one, train

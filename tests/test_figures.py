@@ -1,10 +1,12 @@
 """The pure plot functions, reproducible saving, and the registry of the site's figures.
 
-No test here needs a trained model: recipes that do are exercised by the claims tests (tests/claims).
+No test here needs a trained model: recipes that do are exercised by the claims tests
+(tests/claims).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -17,7 +19,7 @@ from matplotlib.figure import Figure
 
 import attnprimer.figures.registry as registry_module
 from attnprimer.analysis import own_letter_mass
-from attnprimer.fingerprints import fingerprint
+from attnprimer.experiments.qkv import kernel_regression_toy, score_saturation
 from attnprimer.figures import (
     FIGURES,
     Recipe,
@@ -32,8 +34,8 @@ from attnprimer.figures import (
     render_all,
     save_figure,
 )
-from attnprimer.experiments.qkv import kernel_regression_toy, score_saturation
 from attnprimer.figures.registry import recipe, render
+from attnprimer.fingerprints import fingerprint
 from attnprimer.tasks import CountingTask
 from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
 
@@ -371,9 +373,15 @@ def test_every_artifact_name_is_written_literally_in_its_module():
 
 
 def test_every_figure_module_stays_short():
+    """At most 300 lines besides the import block (ruff lays long imports out one name a
+    line, which says nothing about how much a module does)."""
     for module in {entry.module for entry in FIGURES.values()}:
-        lines = Path(sys.modules[module].__file__).read_text(encoding="utf-8").count("\n")
-        assert lines <= 320, (module, lines)
+        source = Path(sys.modules[module].__file__).read_text(encoding="utf-8")
+        imports = [node for node in ast.parse(source).body
+                   if isinstance(node, ast.Import | ast.ImportFrom)]
+        import_lines = sum(node.end_lineno - node.lineno + 1 for node in imports)
+        lines = source.count("\n") - import_lines
+        assert lines <= 300, (module, lines)
 
 
 def test_every_chapter_uses_exactly_its_own_artifacts_and_all_of_them():
@@ -628,7 +636,8 @@ def test_plot_attention_cost_reports_measured_slopes():
 
     points = [CostPoint("quadratic", length, 1e-6 * length**2, 8 * length**2)
               for length in (64, 128, 256)]
-    points += [CostPoint("linear", length, 1e-6 * length**2, 8 * length) for length in (64, 128, 256)]
+    points += [CostPoint("linear", length, 1e-6 * length**2, 8 * length)
+               for length in (64, 128, 256)]
     figure = plot_attention_cost(points)
     assert_labelled(figure)
     time_panel, memory_panel = main_axes(figure)
@@ -689,10 +698,14 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
 
 
 def test_positional_encoding_plots_label_their_axes():
-    from attnprimer.figures.positional_encoding import (plot_learned_norms, plot_rotary_scores,
-                                                        plot_score_biases)
+    from attnprimer.figures.positional_encoding import (
+        plot_learned_norms,
+        plot_rotary_scores,
+        plot_score_biases,
+    )
 
     assert [axes.get_xlabel() for axes in plot_rotary_scores().axes[:2]] == ["key position n"] * 2
-    assert [axes.get_xlabel() for axes in plot_score_biases(4, 6).axes[:3]] == ["key position n"] * 3
+    labels = [axes.get_xlabel() for axes in plot_score_biases(4, 6).axes[:3]]
+    assert labels == ["key position n"] * 3
     norms = plot_learned_norms({"seed 0": torch.tensor([2.0, 0.5, 0.5])}, length=3)
     assert norms.axes[0].get_ylabel() == "L2 norm of the encoding"

@@ -88,7 +88,7 @@ def test_the_hooks_go_even_when_the_block_fails():
 @pytest.mark.parametrize("name", ["cross 1.4", "cross 3.1", "cross 1.0", "cross 1",
                                   "memory 1.1"])
 def test_a_head_that_does_not_exist_is_a_clear_error(name):
-    with pytest.raises(ValueError, match="head|layers|named"), heads_off(_models()[0], [name]):
+    with pytest.raises(ValueError, match=r"head|layers|named"), heads_off(_models()[0], [name]):
         pass
 
 

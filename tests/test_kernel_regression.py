@@ -15,10 +15,10 @@ def _reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, widt
     """The estimator as Nadaraya and Watson wrote it: kernel-weighted sum over kernel sum."""
     estimates = []
     for x in query.tolist():
-        kernel = [math.exp(-sum((a - b) ** 2 for a, b in zip(x, k)) / (2 * width**2))
+        kernel = [math.exp(-sum((a - b) ** 2 for a, b in zip(x, k, strict=True)) / (2 * width**2))
                   for k in key.tolist()]
         total = sum(kernel)
-        estimates.append([sum(w * v[d] for w, v in zip(kernel, value.tolist())) / total
+        estimates.append([sum(w * v[d] for w, v in zip(kernel, value.tolist(), strict=True)) / total
                           for d in range(value.shape[-1])])
     return torch.tensor(estimates, dtype=value.dtype)
 

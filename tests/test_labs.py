@@ -36,7 +36,8 @@ def _notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def _exercises(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(exercise code, solution code, [(exercise name, function name) checked after]) per exercise."""
+    """(exercise code, solution code, [(exercise name, function name) checked after]) per
+    exercise."""
     cells = _notebook(path).cells
     found = []
     for index, cell in enumerate(cells):
@@ -111,7 +112,7 @@ def test_the_readers_notebook_folds_the_solutions_and_has_no_outputs(path):
               if cell.cell_type == "markdown" and cell.source.startswith("<details>")]
     solutions = [solution for _, solution, _ in _exercises(path)]
     assert len(folded) == len(solutions)
-    for block, solution in zip(folded, solutions):
+    for block, solution in zip(folded, solutions, strict=True):
         assert solution.strip() in block
     markdown = "\n".join(cell.source for cell in reader.cells if cell.cell_type == "markdown")
     assert not re.search(r"\.(md|py)(#[^)]*)?\)", markdown)  # links to site pages: plain words
@@ -168,7 +169,7 @@ def _build(tmp_path: Path, lab: str) -> subprocess.CompletedProcess:
     )
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, check=False)
 
 
 def test_a_lab_builds_with_its_solution_folded_and_its_notebook_beside_it(tmp_path):

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.nn import functional as F
 
+from attnprimer.models import ModelOutput
 from attnprimer.models.counting import CountingModel
 from attnprimer.models.difference import DifferenceModel, OutputSelfAttention
-from attnprimer.models import ModelOutput
 
 NUM_TOKENS, NUM_QUERIES, NUM_CLASSES, HIDDEN = 4, 3, 11, 16
 

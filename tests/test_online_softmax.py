@@ -67,7 +67,8 @@ def test_weighted_average_matches_softmax_times_values(generator, float_dtype, f
     torch.testing.assert_close(average, expected.squeeze(-2), **float_tol)
     assert torch.equal(average[2], torch.zeros(3, dtype=float_dtype))
     *_, last = online_steps(scores, values, block_size)
-    torch.testing.assert_close(finish(last)[1].squeeze(-1), torch.logsumexp(scores, dim=-1), **float_tol)
+    torch.testing.assert_close(finish(last)[1].squeeze(-1), torch.logsumexp(scores, dim=-1),
+                               **float_tol)
 
 
 @PROPERTY_SETTINGS

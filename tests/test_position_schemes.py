@@ -9,8 +9,12 @@ from torch.nn import functional as F
 
 from attnprimer.masks import causal_mask
 from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
-from attnprimer.position_schemes import (POSITION_SCHEMES, SchemeAttention, SchemeDecoder,
-                                         nope_position_signal)
+from attnprimer.position_schemes import (
+    POSITION_SCHEMES,
+    SchemeAttention,
+    SchemeDecoder,
+    nope_position_signal,
+)
 from attnprimer.positional import alibi_bias, apply_rotary
 from attnprimer.tasks import CopyReverseTask
 

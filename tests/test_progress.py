@@ -44,8 +44,8 @@ def test_each_line_counts_and_estimates_from_the_recorded_times(temporary_cache)
     progress = TrainingProgress([(TINY_TASK, TINY_CONFIG), (TINY_TASK, OTHER)], workers=1,
                                 report=lines.append, clock=clock)
     progress.started()
-    assert lines == ["training 2 models the cache lacks, 1 at a time (about 1 min); "
-                     "a line as each finishes"]
+    assert lines == [("training 2 models the cache lacks, 1 at a time (about 1 min); "
+                      "a line as each finishes")]
     clock.now += 10
     progress.done((TINY_TASK, TINY_CONFIG), 10.0)  # half its recorded 20 s: so will the next be
     assert lines[-1] == ("trained 1/2 (counting hidden=8 steps=30 lr=0.01 seed=0, 10.0 s) 0:10 "
@@ -94,6 +94,7 @@ def test_an_interrupted_run_started_again_trains_only_what_is_missing():
     lines = []
     assert train_missing(specs, workers=1, report=lines.append) == [
         spec for spec in specs if spec not in done]
-    assert lines[0].startswith("training 1 model the cache lacks") and lines[-1].startswith("trained 1/1 (")
+    assert lines[0].startswith("training 1 model the cache lacks")
+    assert lines[-1].startswith("trained 1/1 (")
     assert train_missing(specs, workers=1, report=lines.append) == []  # all cached: silent
     assert len(lines) == 2

@@ -153,7 +153,8 @@ def test_report_names_unknown_attention_kinds_generically():
 @pytest.mark.parametrize("target, verdict", [((2, 1, 1), "all correct"), ((2, 1, 2), "WRONG")])
 def test_report_compares_with_the_target(target, verdict):
     target_line = line_starting(report(target=target), "Target:")
-    assert target_line.split()[1:4] == [f"{label}={value}" for label, value in zip("ABC", target)]
+    assert target_line.split()[1:4] == [f"{label}={value}"
+                                        for label, value in zip("ABC", target, strict=True)]
     assert target_line.endswith(f"({verdict})")
     other = "WRONG" if verdict == "all correct" else "all correct"
     assert other not in report(target=target)

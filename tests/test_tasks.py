@@ -322,7 +322,8 @@ def test_signal_input_must_be_exactly_the_letters(text):
 def test_signal_refuses_an_unknown_encoding():
     from attnprimer.tasks import SignalTask
 
-    with pytest.raises(ValueError, match="pos_enc must be one of none, learned, sinusoidal, rotary"):
+    with pytest.raises(ValueError,
+                       match="pos_enc must be one of none, learned, sinusoidal, rotary"):
         SignalTask(pos_enc="relative")
 
 

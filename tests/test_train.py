@@ -8,9 +8,9 @@ import torch
 from attnprimer.tasks import CountingTask
 from attnprimer.train import (
     HELD_OUT_SEED,
-    Evaluation,
     SCHEDULES,
     WARMUP,
+    Evaluation,
     TrainConfig,
     evaluate,
     held_out_generator,

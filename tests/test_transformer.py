@@ -11,8 +11,14 @@ from attnprimer.masks import causal_mask, padding_mask, to_blocked_mask
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import held_out_generator
-from attnprimer.transformer import (DecoderBlock, DecoderOnly, EncoderBlock, FeedForward,
-                                    Transformer, by_head)
+from attnprimer.transformer import (
+    DecoderBlock,
+    DecoderOnly,
+    EncoderBlock,
+    FeedForward,
+    Transformer,
+    by_head,
+)
 
 EXACT = {"atol": 1e-10, "rtol": 0}
 DIM, HEADS, HIDDEN = 8, 2, 16

@@ -14,6 +14,7 @@ leaves the plugin alone: the build is then only slower.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -79,10 +80,8 @@ def on_config(config: MkDocsConfig) -> None:
     _path = Path(config.config_file_path).resolve().parent / CACHE
     _used.clear()
     _kept.clear()
-    try:
+    with contextlib.suppress(OSError, ValueError):  # none yet, or unreadable: parse every page
         _kept.update(json.loads(_path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):  # none yet, or unreadable: parse every page
-        pass
 
 
 def on_post_build(config: MkDocsConfig) -> None:

@@ -69,7 +69,7 @@ with torch.no_grad():
     score = module.score  # holds W_q, W_k and v
     mine = additive_attention(query, key, key, score.query_proj.weight,
                               score.key_proj.weight, score.v)
-for name, a, b in zip(("context", "weights"), mine, expected):
+for name, a, b in zip(("context", "weights"), mine, expected, strict=True):
     torch.testing.assert_close(a, b)
     print(f"{name} {tuple(a.shape)}: equal to the module's")
 

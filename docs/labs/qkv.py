@@ -144,7 +144,7 @@ with torch.no_grad():
 print("q . k / sqrt(D): a row per query, a column per token")
 names = ["blank" if char == " " else char for char in task.alphabet]
 print(" " * 8 + "".join(f"{name:>8}" for name in names))
-for letter, row in zip(task.output_labels(), scores):
+for letter, row in zip(task.output_labels(), scores, strict=True):
     print(f"query {letter}" + "".join(f"{value:8.2f}" for value in row))
 
 # %% [markdown]

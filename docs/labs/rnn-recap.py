@@ -19,8 +19,8 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import accuracy_by_length
-from attnprimer.site_models import REVERSAL_DECODERS, site_model
 from attnprimer.rnn import Seq2Seq
+from attnprimer.site_models import REVERSAL_DECODERS, site_model
 from attnprimer.train import held_out_generator
 
 # %% [markdown]
@@ -105,7 +105,7 @@ vanilla = models["vanilla"]
 forced = step_accuracy(vanilla, teacher_forcing=True)
 free = step_accuracy(vanilla, teacher_forcing=False)
 print("step  teacher-forced  free-running")
-for step, (a, b) in enumerate(zip(forced, free)):
+for step, (a, b) in enumerate(zip(forced, free, strict=True)):
     print(f"{step:4} {100 * a:14.1f}% {100 * b:12.1f}%")
 
 # %% [markdown]

@@ -14,8 +14,7 @@
 import torch
 from torch import nn
 
-from attnprimer import (exercises, scaled_dot_product_attention,
-                        to_blocked_mask)
+from attnprimer import exercises, scaled_dot_product_attention, to_blocked_mask
 from attnprimer.figures import plot_task_attention
 from attnprimer.site_models import DIFFERENCE_EXAMPLE, site_model
 from attnprimer.train import predict_one

@@ -158,7 +158,7 @@ def run_with(model, sequence, source_length, mask_function):
 inputs = task.encode(REVERSAL_EXAMPLE)[None]  # (1, S): nine letters and one pad
 source_length = inputs.shape[1]
 sequence = torch.cat([inputs, torch.tensor([[model.separator]])], dim=1)  # (1, S + 1)
-for step in range(source_length + 1):  # greedy: one step at a time
+for _ in range(source_length + 1):  # greedy: one step at a time
     logits = run_with(model, sequence, source_length, decoder_mask)
     best = logits[:, -1:].argmax(dim=-1)  # (1, 1): the next token
     sequence = torch.cat([sequence, best], dim=1)

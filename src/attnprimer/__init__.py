@@ -2,16 +2,29 @@
 
 The public names, by chapter:
 
-* masks ([`attnprimer.masks`][attnprimer.masks]): [`causal_mask`][attnprimer.masks.causal_mask], [`padding_mask`][attnprimer.masks.padding_mask],
-  [`local_mask`][attnprimer.masks.local_mask], [`combine_masks`][attnprimer.masks.combine_masks], [`to_blocked_mask`][attnprimer.masks.to_blocked_mask].
-* from scores to context ([`attnprimer.attention`][attnprimer.attention]): [`masked_softmax`][attnprimer.attention.masked_softmax], [`attend`][attnprimer.attention.attend].
-* queries, keys and values ([`attnprimer.dot_product`][attnprimer.dot_product]): [`dot_scores`][attnprimer.dot_product.dot_scores],
-  [`general_scores`][attnprimer.dot_product.general_scores], [`GeneralScore`][attnprimer.dot_product.GeneralScore], [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention];
-  the stable softmax ([`attnprimer.softmax`][attnprimer.softmax]): [`stable_softmax`][attnprimer.softmax.stable_softmax], [`logsumexp`][attnprimer.softmax.logsumexp];
-  kernel regression ([`attnprimer.kernel_regression`][attnprimer.kernel_regression]): [`nadaraya_watson`][attnprimer.kernel_regression.nadaraya_watson].
-* Bahdanau attention ([`attnprimer.additive`][attnprimer.additive]): [`additive_scores`][attnprimer.additive.additive_scores],
-  [`AdditiveScore`][attnprimer.additive.AdditiveScore], [`AdditiveAttention`][attnprimer.additive.AdditiveAttention].
-* self-attention ([`attnprimer.multihead`][attnprimer.multihead]): [`split_heads`][attnprimer.multihead.split_heads], [`merge_heads`][attnprimer.multihead.merge_heads],
+* masks ([`attnprimer.masks`][attnprimer.masks]): [`causal_mask`][attnprimer.masks.causal_mask],
+  [`padding_mask`][attnprimer.masks.padding_mask],
+  [`local_mask`][attnprimer.masks.local_mask], [`combine_masks`][attnprimer.masks.combine_masks],
+  [`to_blocked_mask`][attnprimer.masks.to_blocked_mask].
+* from scores to context ([`attnprimer.attention`][attnprimer.attention]):
+  [`masked_softmax`][attnprimer.attention.masked_softmax], [`attend`][attnprimer.attention.attend].
+* queries, keys and values ([`attnprimer.dot_product`][attnprimer.dot_product]):
+  [`dot_scores`][attnprimer.dot_product.dot_scores],
+  [`general_scores`][attnprimer.dot_product.general_scores],
+  [`GeneralScore`][attnprimer.dot_product.GeneralScore],
+  [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention];
+  the stable softmax ([`attnprimer.softmax`][attnprimer.softmax]):
+  [`stable_softmax`][attnprimer.softmax.stable_softmax],
+  [`logsumexp`][attnprimer.softmax.logsumexp];
+  kernel regression ([`attnprimer.kernel_regression`][attnprimer.kernel_regression]):
+  [`nadaraya_watson`][attnprimer.kernel_regression.nadaraya_watson].
+* Bahdanau attention ([`attnprimer.additive`][attnprimer.additive]):
+  [`additive_scores`][attnprimer.additive.additive_scores],
+  [`AdditiveScore`][attnprimer.additive.AdditiveScore],
+  [`AdditiveAttention`][attnprimer.additive.AdditiveAttention].
+* self-attention ([`attnprimer.multihead`][attnprimer.multihead]):
+  [`split_heads`][attnprimer.multihead.split_heads],
+  [`merge_heads`][attnprimer.multihead.merge_heads],
   [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention].
 * attention at scale ([`attnprimer.online_softmax`][attnprimer.online_softmax],
   [`attnprimer.tiled`][attnprimer.tiled]): [`tiled_attention`][attnprimer.tiled.tiled_attention]
@@ -61,8 +74,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API reference
         scaled_dot_product_attention,
     )
     from attnprimer.kernel_regression import nadaraya_watson
-    from attnprimer.masks import (causal_mask, combine_masks, local_mask, padding_mask,
-                                  to_blocked_mask)
+    from attnprimer.masks import (
+        causal_mask,
+        combine_masks,
+        local_mask,
+        padding_mask,
+        to_blocked_mask,
+    )
     from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
     from attnprimer.softmax import logsumexp, stable_softmax
     from attnprimer.tiled import tiled_attention

@@ -1,7 +1,8 @@
 """Looking inside trained models: what they read, what they use, and where they fail.
 
 A model that attends somewhere has not necessarily used what it attended to.
-Each function here asks the trained [`DifferenceModel`][attnprimer.models.difference.DifferenceModel] a
+Each function here asks the trained
+[`DifferenceModel`][attnprimer.models.difference.DifferenceModel] a
 sharper question than "where are the weights?":
 
 * [`difference_step_profile`][attnprimer.analysis.difference_step_profile]: where the difference
@@ -32,8 +33,14 @@ from torch.nn import functional as F
 
 from attnprimer.cache import cached_result
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.train import (HELD_OUT_SEED, TrainedModel, _exact_match, held_out_generator,
-                              predict, single_thread)
+from attnprimer.train import (
+    HELD_OUT_SEED,
+    TrainedModel,
+    _exact_match,
+    held_out_generator,
+    predict,
+    single_thread,
+)
 
 __all__ = [
     "Probe",
@@ -278,7 +285,8 @@ def probe_difference_step(
         >>> from attnprimer.train import TrainConfig, train
         >>> trained = train(DifferenceTask(hidden=8), TrainConfig(steps=5))
         >>> [(probe.target, probe.state) for probe in probe_difference_step(trained, samples=100)]
-        [('count(A)', 'before'), ('count(B)', 'before'), ('count(A) + count(B)', 'before'), ('|A-B|', 'before')]
+        [('count(A)', 'before'), ('count(B)', 'before'), ('count(A) + count(B)', 'before'),
+         ('|A-B|', 'before')]
     """
     model = trained.model
     fit, score = (_held_out(trained, samples, seed) for seed in seeds)
@@ -374,7 +382,8 @@ def signal_attention(trained: TrainedModel, samples: int = 5000, seed: int = 0) 
         >>> from attnprimer.tasks import SignalTask
         >>> from attnprimer.train import TrainConfig, train
         >>> trained = train(SignalTask(hidden=8), TrainConfig(steps=1, lr=1e-9))
-        >>> {kind: round(weight, 3) for kind, weight in signal_attention(trained, samples=50).items()}
+        >>> {kind: round(weight, 3) for kind, weight in
+        ...  signal_attention(trained, samples=50).items()}
         {'the signal': 0.091, 'a later copy of the signal letter': 0.091, 'another letter': 0.091}
     """
     inputs, _ = _held_out(trained, samples, seed)

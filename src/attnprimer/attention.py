@@ -95,7 +95,8 @@ def attend(
 
 
 SHORT_ROW = 16
-"""Rows shorter than this are padded by [`softmax_over_keys`][attnprimer.attention.softmax_over_keys]:
+"""Rows shorter than this are padded by
+[`softmax_over_keys`][attnprimer.attention.softmax_over_keys]:
 the width, in float32 numbers, of the widest vector registers (AVX-512) torch 2.13 uses on a CPU."""
 
 

@@ -39,8 +39,15 @@ from attnprimer.files import cache_dir, write_atomically
 from attnprimer.fingerprints import code_fingerprint, fingerprint, module_path
 from attnprimer.progress import TrainingProgress
 from attnprimer.tasks.base import Task
-from attnprimer.train import (HELD_OUT_SEED, Evaluation, TrainConfig, TrainedModel, evaluate,
-                              single_thread, train)
+from attnprimer.train import (
+    HELD_OUT_SEED,
+    Evaluation,
+    TrainConfig,
+    TrainedModel,
+    evaluate,
+    single_thread,
+    train,
+)
 from attnprimer.workers import run_in_processes
 
 __all__ = [
@@ -78,7 +85,8 @@ def cached_path(task: Task, config: TrainConfig) -> Path:
     Examples:
         >>> from attnprimer.tasks import CountingTask
         >>> path = cached_path(CountingTask(), TrainConfig(seed=0))
-        >>> path.name.startswith("counting-"), path == cached_path(CountingTask(), TrainConfig(seed=1))
+        >>> path.name.startswith("counting-"), path == cached_path(
+        ...     CountingTask(), TrainConfig(seed=1))
         (True, False)
     """
     key = json.dumps(

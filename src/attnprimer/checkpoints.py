@@ -77,11 +77,12 @@ def load_checkpoint(path: str | os.PathLike) -> TrainedModel:
         raise CheckpointError(f"no checkpoint at {path}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises many kinds for a damaged file
+    except Exception as error:  # noqa: BLE001  torch raises many kinds for a damaged file
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"cannot read checkpoint {path}: {reason}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not an attnprimer checkpoint (format {CHECKPOINT_FORMAT})")
+        raise CheckpointError(
+            f"{path} is not an attnprimer checkpoint (format {CHECKPOINT_FORMAT})")
     try:
         task = get_task(payload["task"], **payload["task_settings"])
         config = TrainConfig(**payload["train_config"])

@@ -1,6 +1,7 @@
 """The ``attnprimer`` command: train, test, evaluate and plot the toy tasks.
 
-Every setting flag comes from a dataclass field ([`TrainConfig`][attnprimer.train.TrainConfig] and the
+Every setting flag comes from a dataclass field
+([`TrainConfig`][attnprimer.train.TrainConfig] and the
 task's own fields), so the flags, the checkpoints and the cache keys cannot
 disagree. The same flags pick a trained model out of the cache for ``test``
 and ``eval``.
@@ -30,8 +31,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from attnprimer.cache import cached_path, get_trained, train_missing
-from attnprimer.files import cache_dir
 from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from attnprimer.files import cache_dir
 from attnprimer.tasks import TASKS, Task
 from attnprimer.train import (
     HELD_OUT_SEED,
@@ -140,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print one JSON object")
         sub.set_defaults(handler=_eval)
 
-    figures_parser = commands.add_parser("figures", help="render every figure and table of the site")
+    figures_parser = commands.add_parser("figures",
+                                         help="render every figure and table of the site")
     figures_parser.add_argument("names", nargs="*", metavar="CHAPTER/NAME",
                                 help="only these artifacts (see --list), or every artifact of a "
                                      "chapter given as CHAPTER")
@@ -250,7 +252,8 @@ def _load(args: argparse.Namespace) -> TrainedModel:
     if args.checkpoint is not None:
         trained = load_checkpoint(args.checkpoint)
         if trained.task.name != args.task:
-            raise UsageError(f"{args.checkpoint} holds a {trained.task.name} model, not {args.task}")
+            raise UsageError(
+                f"{args.checkpoint} holds a {trained.task.name} model, not {args.task}")
         return trained
     task, config = _settings(args)
     path = cached_path(task, config)
@@ -330,8 +333,9 @@ def _train_missing(specs, what: str) -> list:
 
 
 def _accuracy_line(trained: TrainedModel, result) -> str:
+    labels = trained.task.output_labels()
     per_step = ", ".join(f"{label} {accuracy:.2%}"
-                         for label, accuracy in zip(trained.task.output_labels(), result.per_step))
+                         for label, accuracy in zip(labels, result.per_step, strict=True))
     return (f"held-out exact match {result.exact_match:.2%} on {result.samples:,} sequences "
             f"(per step: {per_step})")
 

@@ -1,7 +1,8 @@
 """What attention costs: time and peak memory against the sequence length, measured.
 
 Self-attention compares every position with every other one, so a sequence of
-L positions has L x L scores. [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention]
+L positions has L x L scores.
+[`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention]
 builds that matrix (it returns the weights, because the pages plot them);
 PyTorch's fused ``torch.nn.functional.scaled_dot_product_attention`` computes
 the same context block by block and never holds all of it at once. Both do
@@ -16,8 +17,8 @@ builds the whole L x S matrix, and a dense boolean mask is itself L x S (and
 is converted to an additive float mask of that size) while ``is_causal=True``
 needs no mask tensor at all.
 
-[`measure_attention_cost`][attnprimer.cost.measure_attention_cost] times both on this machine's CPU and
-measures the extra resident memory each call needs at its peak.
+[`measure_attention_cost`][attnprimer.cost.measure_attention_cost] times both on this machine's
+CPU and measures the extra resident memory each call needs at its peak.
 [`measure_in_fresh_process`][attnprimer.cost.measure_in_fresh_process] does it in a new Python
 process with a memory allocator set up to return every large block to the
 system at once, so that the peaks are exact; ``python -m attnprimer.cost``
@@ -49,8 +50,8 @@ __all__ = [
     "IMPLEMENTATIONS",
     "SDPA_VARIANTS",
     "CostPoint",
-    "exact_allocator",
     "SdpaPoint",
+    "exact_allocator",
     "measure_attention_cost",
     "measure_in_fresh_process",
     "measure_sdpa_in_fresh_process",
@@ -76,7 +77,8 @@ def _causal_by_flag(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor)
     return F.scaled_dot_product_attention(query, key, value, is_causal=True)
 
 
-def _causal_by_dense_mask(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+def _causal_by_dense_mask(query: torch.Tensor, key: torch.Tensor,
+                          value: torch.Tensor) -> torch.Tensor:
     ones = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool)  # (L, S)
     return F.scaled_dot_product_attention(query, key, value, attn_mask=torch.tril(ones))
 
@@ -212,7 +214,8 @@ class SdpaPoint(NamedTuple):
 
 
 def sdpa_kernel_name(function: Callable[[], object]) -> str:
-    """The ``aten::_scaled_dot_product_*`` kernel(s) ``function`` ran, found with ``torch.profiler``.
+    """The ``aten::_scaled_dot_product_*`` kernel(s) ``function`` ran, found with
+    ``torch.profiler``.
 
     Examples:
         >>> q = torch.randn(1, 1, 8, 4)

@@ -2,10 +2,12 @@
 
 The self-attention chapter measured forward passes ([`attnprimer.cost`][attnprimer.cost]).
 Training also runs the backward pass, and an implementation that materialises the weights
-keeps them (and their scores) for it. [`measure_training_cost`][attnprimer.cost_at_scale.measure_training_cost]
+keeps them (and their scores) for it.
+[`measure_training_cost`][attnprimer.cost_at_scale.measure_training_cost]
 times one forward and backward pass and measures the memory it adds at its peak, for
 
-* ``materialised``: the package's [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention],
+* ``materialised``: the package's
+  [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention],
   which keeps the L x L weights, up to ``materialise_up_to`` only;
 * ``tiled``: [`tiled_attention`][attnprimer.tiled.tiled_attention], in plain PyTorch;
 * ``fused``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused kernel;

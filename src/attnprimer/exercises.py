@@ -183,7 +183,7 @@ def _find_problem(exercise: Exercise, function: Callable[..., Any]) -> str | Non
         except NotImplementedError:
             return (f"✗ {exercise.name} is not written yet: replace `raise NotImplementedError` "
                     f"in its cell with your code, run that cell, then run this check again.")
-        except Exception as error:  # the reader's code failed: say how and on what
+        except Exception as error:  # noqa: BLE001  the reader's code failed: say how and on what
             return (f"✗ {exercise.name} raised {type(error).__name__}: {error}\n"
                     f"  when called with {case.describe()}.{_error_hint(error)}")
         changed = [name for name, value in case.arguments.items()
@@ -217,13 +217,12 @@ def _compare(exercise: Exercise, case: Case, got: Any, expected: tuple[Any, ...]
     head = f"✗ {exercise.name}"
     where = f"for {case.describe()}"
     names = [name for name, _ in exercise.outputs]
-    if len(expected) > 1:
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            kind = (f"{len(got)} values" if isinstance(got, (tuple, list))
-                    else f"a {type(got).__name__}")
-            return f"{head} should return a tuple ({', '.join(names)}); it returned {kind}."
-    got = _as_outputs(got)
-    for (name, shape), mine, reference in zip(exercise.outputs, got, expected):
+    if len(expected) > 1 and (not isinstance(got, tuple | list) or len(got) != len(expected)):
+        kind = (f"{len(got)} values" if isinstance(got, tuple | list)
+                else f"a {type(got).__name__}")
+        return f"{head} should return a tuple ({', '.join(names)}); it returned {kind}."
+    got = _as_outputs(got)[:len(expected)]  # a single output's extra return values are not read
+    for (name, shape), mine, reference in zip(exercise.outputs, got, expected, strict=True):
         label = f"{head}: {name}" if len(expected) > 1 else head
         if not isinstance(mine, torch.Tensor):
             return f"{label} should be a torch.Tensor; it is a {type(mine).__name__}."
@@ -300,7 +299,8 @@ def _examples(got: torch.Tensor, expected: torch.Tensor, atol: float, shown: int
         lines.append(f"  at {position}: yours {mine:.6g}, reference {reference:.6g}{off}")
     ratio = _constant_ratio(got, expected)
     if ratio is not None:
-        lines.append(f"  Every entry is {ratio:.4g} × the reference: a scale factor missing or extra?")
+        lines.append(f"  Every entry is {ratio:.4g} × the reference: "
+                     "a scale factor missing or extra?")
     return "\n".join(lines)
 
 
@@ -324,7 +324,8 @@ def _recognise_mistake(exercise: Exercise, function: Callable[..., Any]) -> str:
     cases = exercise.cases()
     readers = [_try(function, case) for case in cases]
     for mistake in exercise.mistakes:
-        if all(_same(mine, _try(mistake.function, case)) for mine, case in zip(readers, cases)):
+        if all(_same(mine, _try(mistake.function, case))
+               for mine, case in zip(readers, cases, strict=True)):
             return f"\n  This looks like a known mistake: {mistake.explanation}"
     return ""
 
@@ -332,7 +333,7 @@ def _recognise_mistake(exercise: Exercise, function: Callable[..., Any]) -> str:
 def _try(function: Callable[..., Any], case: Case) -> tuple[Any, ...] | None:
     try:
         return _as_outputs(function(*(_copy(value) for value in case.arguments.values())))
-    except Exception:  # a function that fails on a case matches no mistake there
+    except Exception:  # noqa: BLE001  a function that fails on a case matches no mistake there
         return None
 
 
@@ -341,7 +342,7 @@ def _same(mine: tuple[Any, ...] | None, theirs: tuple[Any, ...] | None) -> bool:
         return False
     return all(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
                and a.dtype == b.dtype and not _differs(a, b, 1e-5).any()
-               for a, b in zip(mine, theirs))
+               for a, b in zip(mine, theirs, strict=True))
 
 
 # --- the exercises -----------------------------------------------------------------------------
@@ -639,6 +640,6 @@ EXERCISES: dict[str, Exercise] = {
 # The Transformer lab's exercises live in their own module, which adds them to EXERCISES when
 # it is imported; importing it here makes `check("encoder_block", ...)` work from this module
 # alone, whichever of the two is imported first.
-import attnprimer.exercises_transformer  # noqa: F401
-import attnprimer.exercises_attention_at_scale  # noqa: E402, F401  (the same, for its lab)
-import attnprimer.exercises_length_generalisation  # noqa: E402, F401  (and for its lab)
+import attnprimer.exercises_attention_at_scale  # noqa: E402  (the same, for its lab)
+import attnprimer.exercises_length_generalisation  # noqa: E402  (and for its lab)
+import attnprimer.exercises_transformer  # noqa: E402, F401

@@ -176,7 +176,8 @@ def cache_bytes_per_token(dim: int, heads: int, kv_heads: int, layers: int, *,
     """Bytes of key/value cache per position for a stack of ``layers`` attention layers.
 
     Measured, not computed from a formula: ``positions`` random vectors are fed one at a
-    time through ``layers`` [`GroupedQueryAttention`][attnprimer.grouped_query.GroupedQueryAttention]
+    time through ``layers``
+    [`GroupedQueryAttention`][attnprimer.grouped_query.GroupedQueryAttention]
     layers with caches (B = 1), and the bytes the caches then hold are divided by the
     positions. The formula they should match is 2 x layers x G x Dh x bytes per number.
 

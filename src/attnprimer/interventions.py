@@ -2,7 +2,8 @@
 
 A heatmap shows where a model looks; an intervention changes what it reads and watches the
 answer. The chapters measure their interventions over thousands of held-out sequences (in
-[`attnprimer.analysis`][attnprimer.analysis], [`attnprimer.experiments.bahdanau`][attnprimer.experiments.bahdanau]
+[`attnprimer.analysis`][attnprimer.analysis],
+[`attnprimer.experiments.bahdanau`][attnprimer.experiments.bahdanau]
 and [`attnprimer.head_ablation`][attnprimer.head_ablation]); the attention explorer lets a
 reader make them on one input in the browser. These functions are the same interventions as
 ordinary forward passes, so that the site's tests can check the page against them:

@@ -6,7 +6,8 @@ query may attend to this key"**. It is the convention of
 ``torch.nn.functional.scaled_dot_product_attention``.
 
 ``torch.nn.MultiheadAttention`` uses the opposite polarity (True means
-"blocked"); convert with [`to_blocked_mask`][attnprimer.masks.to_blocked_mask] before handing a mask to it.
+"blocked"); convert with [`to_blocked_mask`][attnprimer.masks.to_blocked_mask] before handing a mask
+to it.
 
 Shape legend: B batch, L query length, S key (source) length.
 """
@@ -89,7 +90,8 @@ def padding_mask(lengths: torch.Tensor | list[int], max_length: int | None = Non
     longest = int(lengths.max()) if lengths.numel() else 0
     max_length = longest if max_length is None else max_length
     if max_length < longest:
-        raise ValueError(f"max_length={max_length} is shorter than the longest sequence ({longest})")
+        raise ValueError(
+            f"max_length={max_length} is shorter than the longest sequence ({longest})")
     positions = torch.arange(max_length)  # (S,)
     return positions[None, :] < lengths[:, None]  # (1, S) < (B, 1) -> (B, S)
 

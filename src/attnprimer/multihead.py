@@ -45,7 +45,8 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """Concatenate the heads back: (B, H, L, Dh) -> (B, L, D). Undoes [`split_heads`][attnprimer.multihead.split_heads].
+    """Concatenate the heads back: (B, H, L, Dh) -> (B, L, D). Undoes
+    [`split_heads`][attnprimer.multihead.split_heads].
 
     Examples:
         >>> x = torch.randn(2, 3, 4)
@@ -127,7 +128,8 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         for name, tensor in (("query", query), ("key", key), ("value", value)):
             if tensor.dim() != 3:
-                raise ValueError(f"expected {name} of shape (B, len, dim), got {tuple(tensor.shape)}")
+                raise ValueError(
+                    f"expected {name} of shape (B, len, dim), got {tuple(tensor.shape)}")
         if mask is not None and mask.dim() == 3:
             # The same mask for every head: (B, L, S) -> (B, 1, L, S)
             mask = mask.unsqueeze(1)

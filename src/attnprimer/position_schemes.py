@@ -1,6 +1,7 @@
 """Five ways for a decoder-only Transformer to know where its tokens are.
 
-The length-generalisation chapter trains one model, [`SchemeDecoder`][attnprimer.position_schemes.SchemeDecoder],
+The length-generalisation chapter trains one model,
+[`SchemeDecoder`][attnprimer.position_schemes.SchemeDecoder],
 five times, changing only how position reaches attention (Kazemnejad et al., 2023, compared the
 same five families):
 
@@ -15,7 +16,8 @@ same five families):
 * ``"alibi"``: ALiBi's fixed linear penalty on distance (Press et al., 2022);
 * ``"rotary"``: queries and keys rotated by their position (Su et al., 2021).
 
-The blocks are the Transformer chapter's pre-LN [`EncoderBlock`][attnprimer.transformer.EncoderBlock]
+The blocks are the Transformer chapter's pre-LN
+[`EncoderBlock`][attnprimer.transformer.EncoderBlock]
 under a causal mask, with the attention swapped for
 [`SchemeAttention`][attnprimer.position_schemes.SchemeAttention]: the same projections, and
 the scheme applied to the scores.
@@ -41,8 +43,7 @@ from attnprimer.dot_product import dot_scores
 from attnprimer.masks import causal_mask, combine_masks
 from attnprimer.models import ModelOutput
 from attnprimer.multihead import MultiHeadAttention, merge_heads, split_heads
-from attnprimer.positional import (RelativePositionBias, SinusoidalEncoding, alibi_bias,
-                                   apply_rotary)
+from attnprimer.positional import RelativePositionBias, SinusoidalEncoding, alibi_bias, apply_rotary
 from attnprimer.transformer import EncoderBlock, by_head
 
 __all__ = ["POSITION_SCHEMES", "SchemeAttention", "SchemeDecoder", "nope_position_signal"]

@@ -8,7 +8,8 @@ matters needs position information to reach attention, and there are three ways:
 
 * **absolute** encodings add a vector to each position's embedding: a fixed
   pattern of sines and cosines ([`sinusoidal_encoding`][attnprimer.positional.sinusoidal_encoding],
-  Vaswani et al., 2017) or a learned table ([`LearnedEncoding`][attnprimer.positional.LearnedEncoding]);
+  Vaswani et al., 2017) or a learned table
+  ([`LearnedEncoding`][attnprimer.positional.LearnedEncoding]);
 * **relative** encodings make the score of two positions depend on how far
   apart they are. Rotary encoding ([`apply_rotary`][attnprimer.positional.apply_rotary],
   Su et al., 2021) rotates each query and key by an angle proportional to its

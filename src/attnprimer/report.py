@@ -79,11 +79,13 @@ def attention_report(
         verdict = "all correct" if right else "WRONG"
         lines.append("Target:      " + task.describe_output(target) + f"   ({verdict})")
     for name, weights in attention.items():
-        heading, rows, keys = _KINDS.get(name, (f"{name.capitalize()} attention", "output", "steps"))
+        heading, rows, keys = _KINDS.get(name,
+                                         (f"{name.capitalize()} attention", "output", "steps"))
         row_labels = labels if rows == "output" else shown
         lines += ["", f"{heading}:"]
         for step, row in enumerate(weights):
-            header = f"{rows.capitalize()} step {step} ({row_labels[step]}) attended mainly to {keys} "
+            header = (f"{rows.capitalize()} step {step} ({row_labels[step]}) "
+                      f"attended mainly to {keys} ")
             lines.append(header + _steps(attended_mainly(row), WIDTH - len(header)))
             lines.append("  " + str([round(float(weight), 3) for weight in row]))
     return "\n".join(lines)

@@ -19,11 +19,19 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from attnprimer.cache import get_trained
-from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.position_schemes import POSITION_SCHEMES
+from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.progress import describe
-from attnprimer.tasks import (TASKS, CopyReverseTask, CountingTask, DifferenceTask, ReversalTask,
-                              ReversalTransformerTask, SignalTask, Task)
+from attnprimer.tasks import (
+    TASKS,
+    CopyReverseTask,
+    CountingTask,
+    DifferenceTask,
+    ReversalTask,
+    ReversalTransformerTask,
+    SignalTask,
+    Task,
+)
 from attnprimer.train import TrainConfig, TrainedModel
 
 __all__ = [
@@ -50,9 +58,9 @@ __all__ = [
     "SEEDS",
     "SIGNAL_EXAMPLE",
     "SIGNAL_VARIANTS",
+    "SITE_MODELS",
     "TRANSFORMERS",
     "TRANSFORMER_STEPS",
-    "SITE_MODELS",
     "VANILLA_BOTTLENECK",
     "VANILLA_BOTTLENECK_STEPS",
     "SiteModel",
@@ -343,7 +351,8 @@ def site_seeds(task: str, **settings: Any) -> list[SiteModel]:
     """
     first = _build(task, 0, settings)
     models = [model for model in SITE_MODELS if model.task == first.task
-              and model.config == TrainConfig(**{**asdict(first.config), "seed": model.config.seed})]
+              and model.config == TrainConfig(**{**asdict(first.config),
+                                                 "seed": model.config.seed})]
     if not models:
         raise LookupError(f"the site has no model {first.label} (any seed)")
     return sorted(models, key=lambda model: model.config.seed)

@@ -138,7 +138,8 @@ def code_block(path: Path, name: str, *, package: Path = PACKAGE) -> str:
     links = ", ".join(f"[`{q}`][{module}.{q}]" for q in section_objects(source, name))
     reference = (f"With docstrings and argument checks in the API reference: {links}"
                  if links else f"In the API reference: [`{module}`][{module}]")
-    return f'```python title="{title}"\n{code.rstrip()}\n```\n\n{reference}\n{{ .code-reference }}\n'
+    return (f'```python title="{title}"\n{code.rstrip()}\n```\n\n'
+            f'{reference}\n{{ .code-reference }}\n')
 
 
 def write_sections(out_dir: Path, *, package: Path = PACKAGE) -> list[Path]:
@@ -204,7 +205,8 @@ def _blank_lines_left_behind(lines: list[str], removed: set[int]) -> set[int]:
         if number + 1 in removed:
             continue  # not the end of a removed block
         before = max((n for n in range(number) if n not in removed), default=None)
-        if before is not None and lines[before].strip() and not lines[before].rstrip().endswith(":"):
+        previous = None if before is None else lines[before]
+        if previous is not None and previous.strip() and not previous.rstrip().endswith(":"):
             continue
         after = number + 1
         while after < len(lines) and not lines[after].strip():

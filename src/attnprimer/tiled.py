@@ -194,7 +194,8 @@ def tiled_attention(
 ) -> torch.Tensor:
     """Scaled dot-product attention in blocks, forward and backward, never holding L x S.
 
-    Equal (to rounding) to [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention]
+    Equal (to rounding) to
+    [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention]
     and ``torch.nn.functional.scaled_dot_product_attention`` with the same mask as a dense
     tensor ([`BlockMask.dense`][attnprimer.block_mask.BlockMask.dense]). Unlike the rest of the
     site it returns no weights: not holding them is the point.

@@ -98,7 +98,8 @@ class TrainConfig:
         if self.seed < 0:
             raise ValueError(f"seed must be non-negative, got {self.seed}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+            raise ValueError(
+                f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
 
 
 @dataclass
@@ -259,7 +260,8 @@ def predict(model: nn.Module, inputs: torch.Tensor) -> tuple[ModelOutput, torch.
     Examples:
         >>> from attnprimer.tasks import CountingTask
         >>> task = CountingTask(hidden=8)
-        >>> output, predictions = predict(task.build_model(), task.sample(4, torch.Generator()).inputs)
+        >>> output, predictions = predict(task.build_model(),
+        ...                               task.sample(4, torch.Generator()).inputs)
         >>> predictions.shape, output.logits.shape
         (torch.Size([4, 3]), torch.Size([4, 3, 11]))
     """
@@ -270,7 +272,8 @@ def predict(model: nn.Module, inputs: torch.Tensor) -> tuple[ModelOutput, torch.
     return output, output.logits.argmax(dim=-1)
 
 
-def predict_one(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def predict_one(model: nn.Module,
+                tokens: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Run ``model`` on one sequence (S,); returns its classes (T,) and its weights by name.
 
     Examples:

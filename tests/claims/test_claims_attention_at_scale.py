@@ -18,7 +18,6 @@ from attnprimer.block_mask import BlockMask
 from attnprimer.cost import sdpa_kernel_name
 from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
 from attnprimer.experiments.attention_at_scale import block_counts, cached_training_cost, of, slope
-from attnprimer.masks import local_mask
 from attnprimer.figures.attention_at_scale import (
     BLOCK_EXAMPLE,
     BLOCK_MASKS,
@@ -26,6 +25,7 @@ from attnprimer.figures.attention_at_scale import (
     WALK_SCORES,
     WALK_VALUES,
 )
+from attnprimer.masks import local_mask
 from attnprimer.online_softmax import online_steps
 from attnprimer.tiled import tiled_attention
 

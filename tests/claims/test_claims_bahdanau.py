@@ -11,9 +11,14 @@ import pytest
 import torch
 
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.bahdanau import (alignment_by_length, first_step_reaching,
-                                             forced_attention, largest_weight, split_rows,
-                                             state_probes)
+from attnprimer.experiments.bahdanau import (
+    alignment_by_length,
+    first_step_reaching,
+    forced_attention,
+    largest_weight,
+    split_rows,
+    state_probes,
+)
 from attnprimer.figures import FIGURES
 from attnprimer.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
 from attnprimer.figures.diagrams import texts
@@ -35,7 +40,8 @@ def models(site_models):
 @pytest.fixture(scope="module")
 def by_length(models):
     """Exact match at lengths 1-20, (seeds, 20) per model."""
-    return {name: np.array([cached_accuracy_by_length(trained, TRAINED + BEYOND, 1000) for trained in runs])
+    return {name: np.array([cached_accuracy_by_length(trained, TRAINED + BEYOND, 1000)
+                            for trained in runs])
             for name, runs in models.items()}
 
 
@@ -202,7 +208,8 @@ def test_the_bidirectional_model_learned_fastest(models):
     for trained in models[BIDIRECTIONAL]:  # "above 99 % by step 600": and stays there
         history = trained.history
         later = [score for step, score in zip(history["held_out_step"],
-                                              history["held_out_exact_match"]) if step >= 600]
+                                              history["held_out_exact_match"], strict=True)
+                 if step >= 600]
         assert min(later) >= 0.99
     for name in UNIDIRECTIONAL:  # "end their 1,200 steps short of it in most seeds"
         assert sum(step is None for step in reached[name]) >= 2, name

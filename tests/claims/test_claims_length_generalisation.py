@@ -10,11 +10,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnprimer.experiments.length_generalisation import (cached_first_errors,
-                                                          cached_source_attention)
-from attnprimer.figures.length_generalisation import (ATTENTION_LENGTH, FAIL_LENGTH, LENGTHS,
-                                                      SAMPLES, TRAIN_MAX, _best_head, beyond,
-                                                      exact, seeds)
+from attnprimer.experiments.length_generalisation import (
+    cached_first_errors,
+    cached_source_attention,
+)
+from attnprimer.figures.length_generalisation import (
+    ATTENTION_LENGTH,
+    FAIL_LENGTH,
+    LENGTHS,
+    SAMPLES,
+    TRAIN_MAX,
+    _best_head,
+    beyond,
+    exact,
+    seeds,
+)
 from attnprimer.site_models import LENGTH_SCHEMES, NOPE_LONGER_STEPS, site_seeds
 from attnprimer.tasks import CopyReverseTask
 
@@ -47,7 +57,7 @@ def survival(operation, scheme, steps):
 def test_the_setting_the_page_describes():
     task = CopyReverseTask()
     assert (task.max_len, task.vocab_size, task.dim, task.heads, task.layers) == (8, 8, 32, 4, 2)
-    assert LENGTHS == list(range(1, 17)) and SAMPLES == 1000 and FAIL_LENGTH == 10
+    assert list(range(1, 17)) == LENGTHS and SAMPLES == 1000 and FAIL_LENGTH == 10
     assert CopyReverseTask.train_defaults == {"steps": 1500, "lr": 1e-2, "batch_size": 64,
                                               "schedule": "warmup-cosine"}
     for scheme in LENGTH_SCHEMES:  # "about 26,000 parameters"
@@ -90,7 +100,8 @@ def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
 def test_rotary_splits_by_seed_and_one_seed_comes_back(runs):
     # "two of its three seeds fail almost at once: they keep under a third of the 9-letter
     # copies, none of the 9-letter reversals, and almost none of 10 to 12 letters"
-    copy_nine, reverse_nine = (at(runs, operation, "rotary", 9) for operation in ("copy", "reverse"))
+    copy_nine, reverse_nine = (at(runs, operation, "rotary", 9)
+                               for operation in ("copy", "reverse"))
     good = int(np.argmax(copy_nine))
     others = [seed for seed in range(len(copy_nine)) if seed != good]
     assert int(np.argmax(reverse_nine)) == good  # the same seed on both tasks

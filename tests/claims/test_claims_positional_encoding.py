@@ -14,8 +14,14 @@ from attnprimer.cache import cached_evaluation, cached_result
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.figures.positional_encoding import LENGTHS
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_EXAMPLE,
-                                    SIGNAL_VARIANTS, site_model, site_seeds)
+from attnprimer.site_models import (
+    COUNTING_LENGTH_VARIANTS,
+    SEEDS,
+    SIGNAL_EXAMPLE,
+    SIGNAL_VARIANTS,
+    site_model,
+    site_seeds,
+)
 from attnprimer.tasks import CountingTask, SignalTask
 from attnprimer.tasks.signal import multiset_bound
 from attnprimer.train import TrainConfig, predict_one

@@ -13,16 +13,25 @@ import torch
 
 from attnprimer.analysis import (
     cached_block_and_swap,
+    cached_probes,
     difference_step_profile,
     encoder_weight_by_token,
     mean_self_attention,
-    cached_probes,
 )
 from attnprimer.cache import cached_evaluation
-from attnprimer.experiments.self_attention import (broadcast_step, cached_readout,
-                                                   mean_first_reaching, projection_sweep)
-from attnprimer.site_models import (DIFFERENCE_EXAMPLE, DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS,
-                                    SEEDS, site_model)
+from attnprimer.experiments.self_attention import (
+    broadcast_step,
+    cached_readout,
+    mean_first_reaching,
+    projection_sweep,
+)
+from attnprimer.site_models import (
+    DIFFERENCE_EXAMPLE,
+    DIFFERENCE_VARIANTS,
+    PROJECTION_SWEEP_LRS,
+    SEEDS,
+    site_model,
+)
 from attnprimer.tasks import DifferenceTask
 from attnprimer.train import TrainConfig, held_out_generator, predict, predict_one
 
@@ -94,7 +103,8 @@ def projected_runs(site_models):
 def sweep(site_models):
     for lr in PROJECTION_SWEEP_LRS:  # the catalogue holds every seed of the sweep
         for seed in SEEDS:
-            site_models(site_model("difference", seed=seed, lr=lr, **DIFFERENCE_VARIANTS[PROJECTED]))
+            site_models(site_model("difference", seed=seed, lr=lr,
+                                   **DIFFERENCE_VARIANTS[PROJECTED]))
     results = projection_sweep()
     return results["no projections"], results["W_q, W_k, W_v"]
 

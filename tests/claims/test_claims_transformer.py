@@ -14,7 +14,13 @@ from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.experiments.transformer import cached_copies_by_position
 from attnprimer.experiments.transformer_heads import copy_groups
+from attnprimer.experiments.transformer_positions import (
+    cached_extra_letters,
+    cached_position_scores,
+)
+from attnprimer.figures import transformer_lengths as lengths_page
 from attnprimer.figures.transformer import MODELS, RNNS, SAMPLES, _step_by_step
+from attnprimer.figures.transformer_heads import example_attention, head_results
 from attnprimer.site_models import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
 
 INSIDE, BEYOND = list(range(1, 11)), list(range(11, 21))
@@ -65,7 +71,8 @@ def test_every_transformer_seed_reaches_99_percent_on_the_monitor(models, name):
 
 
 def test_the_encoder_decoder_reaches_99_percent_sooner_than_any_rnn_seed(models):
-    reached = [first_step_reaching(t.history, 0.99) for t in models["Transformer (encoder-decoder)"]]
+    reached = [first_step_reaching(trained.history, 0.99)
+               for trained in models["Transformer (encoder-decoder)"]]
     for rnn in RNNS:
         theirs = [first_step_reaching(trained.history, 0.99) for trained in models[rnn]]
         assert all(step is None or step > max(reached) for step in theirs), rnn
@@ -87,7 +94,8 @@ def test_beyond_the_training_lengths_the_transformers_fall_below_the_attention_r
                                                                                 name):
     """The surprise: at every length 11-20 with anything to lose, the attention RNN's worst seed
     does better than the Transformer's best, and from 12 letters the Transformers get under 5 %."""
-    ours, additive = by_length[name][:, len(INSIDE):], by_length["attention (additive)"][:, len(INSIDE):]
+    ours = by_length[name][:, len(INSIDE):]
+    additive = by_length["attention (additive)"][:, len(INSIDE):]
     assert (ours.max(axis=0)[:5] < additive.min(axis=0)[:5]).all()  # lengths 11-15
     assert ours[:, 1:].max() < 0.05  # lengths 12-20, every seed
 
@@ -183,16 +191,9 @@ def test_teacher_forced_the_attention_rnn_copies_better_at_every_position(models
 # "What the heads do": every head's weights on simple targets and exact match with heads off,
 # through the result cache the page's tables read (figures.transformer_heads.head_results).
 
-from attnprimer.figures.transformer_heads import example_attention, head_results
 # --- beyond the training lengths: positions ---
 # The interventions of "Beyond the training lengths": positions moved (shifted, squeezed) while the
 # model runs, read through the same result cache as the page's figures and tables.
-
-from attnprimer.experiments.transformer_positions import (
-    cached_extra_letters,
-    cached_position_scores,
-)
-from attnprimer.figures import transformer_lengths as lengths_page
 
 ENCODER_DECODER, DECODER_ONLY = TRANSFORMERS
 
@@ -389,8 +390,8 @@ def test_the_further_the_shift_the_fewer_letters_right(name, side):
 
 def test_two_exceptions_at_ten_letters_in_the_decoder_only_model():
     # "with its separator and outputs moved, it still reverses at least three in ten of the
-    # 10-letter inputs in every seed, against almost none of 6 to 9; with the whole sequence moved, it
-    # reverses almost no 10-letter input, against many of 6 to 9"
+    # 10-letter inputs in every seed, against almost none of 6 to 9; with the whole sequence
+    # moved, it reverses almost no 10-letter input, against many of 6 to 9"
     assert lengths_page.SHIFT_LENGTHS == [6, 7, 8, 9, 10]
     target = _moved(DECODER_ONLY, "target", "shift 1", lengths_page.SHIFT_LENGTHS)["exact"]
     assert target[:, 4].min() > 0.3 and target[:, :4].max() < 0.05
@@ -482,10 +483,21 @@ def test_squeezed_the_exact_match_falls_with_length_and_letters_hold_up_better(n
 # --- training: norms, warm-up, residuals ---
 
 from attnprimer.figures.transformer_training import (  # noqa: E402
-    CHAPTER_LR, DEPTHS, gradient_norms, spreads, trained_spreads)
+    CHAPTER_LR,
+    DEPTHS,
+    gradient_norms,
+    spreads,
+    trained_spreads,
+)
 from attnprimer.site_models import (  # noqa: E402
-    DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS, NORM_GRID_LRS, NORM_GRID_SCHEDULES,
-    NORM_PLACEMENTS)
+    DEEP_LAYERS,
+    DEEP_LR,
+    DEEP_NORM_CELLS,
+    NO_RESIDUALS,
+    NORM_GRID_LRS,
+    NORM_GRID_SCHEDULES,
+    NORM_PLACEMENTS,
+)
 
 GRID = [(norm, lr, schedule) for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
         for schedule in NORM_GRID_SCHEDULES]

@@ -34,7 +34,7 @@ def base_url():
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+    def log_message(self, format, *args):
         pass
 
 

@@ -212,8 +212,12 @@ def test_the_transformer_explorer_computes_what_pytorch_computes(explorer):
 
 
 def test_the_page_starts_on_the_chapters_examples(explorer):
-    from attnprimer.site_models import (COUNTING_EXAMPLE, DIFFERENCE_EXAMPLE, REVERSAL_EXAMPLE,
-                                        SIGNAL_EXAMPLE)
+    from attnprimer.site_models import (
+        COUNTING_EXAMPLE,
+        DIFFERENCE_EXAMPLE,
+        REVERSAL_EXAMPLE,
+        SIGNAL_EXAMPLE,
+    )
 
     page = explorer.page
     assert page.input_value("#counting-input") == COUNTING_EXAMPLE
@@ -263,21 +267,24 @@ def test_a_link_reopens_an_example_with_its_interventions(visit):
     page.wait_for_selector("#explorer-status[data-ready='true']", state="attached")
     assert page.input_value("#reversal-model") == "attention"
     assert page.input_value("#reversal-input") == "ABCDEFGHABCD"
-    assert (page.input_value("#reversal-force-step"), page.input_value("#reversal-force-position")) \
-        == ("2", "5")
+    forced = (page.input_value("#reversal-force-step"),
+              page.input_value("#reversal-force-position"))
+    assert forced == ("2", "5")
     weights = page.evaluate(READ_PAGE, "reversal")["attention"]["encoder-decoder"]
     assert len(weights) == 6 and weights[2] == [1 if s == 5 else 0 for s in range(12)]
     assert page.evaluate("document.getElementById('reversal-explorer').getBoundingClientRect()"
                          ".top") < 200  # scrolled to the widget the link names
 
-    page.select_option("#reversal-force-position", "7")  # the reader changes it: so does the address
+    # the reader changes it: so does the address
+    page.select_option("#reversal-force-position", "7")
     assert "force=2%3A7" in page.evaluate("location.hash")
     assert page.get_attribute("#reversal-link", "href") == page.evaluate("location.hash")
 
     page = visit("explorer/#explore=transformer&input=HEADBAD&map=decoder+self+2.3"
                  "&off=cross+1.1%2Ccross+2.4").page
     page.wait_for_selector("#explorer-status[data-ready='true']", state="attached")
-    assert page.is_checked("#transformer-off-cross-1-1") and page.is_checked("#transformer-off-cross-2-4")
+    assert page.is_checked("#transformer-off-cross-1-1")
+    assert page.is_checked("#transformer-off-cross-2-4")
     assert sum(page.is_checked(f"#transformer-off-{kind}-{layer}-{head}")
                for kind in ("encoder-self", "decoder-self", "cross")
                for layer in (1, 2) for head in (1, 2, 3, 4)) == 2

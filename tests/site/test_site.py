@@ -136,7 +136,8 @@ def test_every_diagram_is_shown_at_its_own_size_at_1280_px(visit, path):
 # --- figures follow the colour scheme; the home page -------------------------------------------
 
 SCHEMES = {"light": ("default", ".svg#only-light"), "dark": ("slate", ".dark.svg#only-dark")}
-"""The reader's preference -> Material's scheme, and how the address of a figure shown in it ends."""
+"""The reader's preference -> Material's scheme, and how the address of a figure shown in it
+ends."""
 
 SHOWN_FIGURES = """images => images.map(image => [
     image.getAttribute('src'), getComputedStyle(image).display !== 'none',
@@ -198,10 +199,12 @@ def test_the_home_page_shows_a_model_and_a_map_of_the_chapters(browser, base_url
     try:
         page.goto(base_url, wait_until="networkidle")
         hero = page.eval_on_selector_all(
-            "article > figure", "figures => figures.map(f => f.querySelector('figcaption')?.innerText)")
+            "article > figure",
+            "figures => figures.map(f => f.querySelector('figcaption')?.innerText)")
         assert hero and hero[0].strip(), "the first figure has no caption"
         cards = page.eval_on_selector_all(".chapter-map figure", """figures => figures.map(f => {
-            const image = [...f.querySelectorAll('img')].find(i => getComputedStyle(i).display !== 'none');
+            const image =
+            [...f.querySelectorAll('img')].find(i => getComputedStyle(i).display !== 'none');
             const caption = f.querySelector('figcaption').getBoundingClientRect();
             const box = image.getBoundingClientRect();
             return [f.querySelector('figcaption a').getAttribute('href'), image.naturalWidth > 0,

@@ -44,7 +44,8 @@ def of(points: Iterable[CostPoint], implementation: str) -> list[CostPoint]:
     Examples:
         >>> of([CostPoint("a", 8, 1.0, 1), CostPoint("b", 8, 1.0, 1), CostPoint("a", 4, 1.0, 1)],
         ...    "a")
-        [CostPoint(implementation='a', length=4, seconds=1.0, peak_bytes=1), CostPoint(implementation='a', length=8, seconds=1.0, peak_bytes=1)]
+        [CostPoint(implementation='a', length=4, seconds=1.0, peak_bytes=1),
+         CostPoint(implementation='a', length=8, seconds=1.0, peak_bytes=1)]
     """
     return sorted((point for point in points if point.implementation == implementation),
                   key=lambda point: point.length)

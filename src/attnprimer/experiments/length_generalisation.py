@@ -62,7 +62,8 @@ def first_errors(trained: TrainedModel, lengths: Iterable[int],
 
 
 def exact_match(shares: list[float]) -> float:
-    """The exact match of one length's [`first_errors`][attnprimer.experiments.length_generalisation.first_errors]
+    """The exact match of one length's
+    [`first_errors`][attnprimer.experiments.length_generalisation.first_errors]
     shares: the share of inputs with no wrong step."""
     return shares[-1]
 

@@ -34,8 +34,7 @@ from attnprimer.cache import cached_result
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.positional import POSITIONAL_ENCODINGS, sinusoidal_encoding
 from attnprimer.site_models import COUNTING_LENGTH_VARIANTS, SIGNAL_VARIANTS, site_seeds
-from attnprimer.train import (HELD_OUT_SEED, TrainedModel, held_out_generator, predict,
-                              single_thread)
+from attnprimer.train import HELD_OUT_SEED, TrainedModel, held_out_generator, predict, single_thread
 
 __all__ = [
     "COUNTING_LENGTHS",

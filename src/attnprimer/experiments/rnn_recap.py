@@ -24,8 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.site_models import (REVERSAL_DECODERS, VANILLA_BOTTLENECK,
-                                    VANILLA_BOTTLENECK_STEPS, SiteModel, site_seeds)
+from attnprimer.site_models import (
+    REVERSAL_DECODERS,
+    VANILLA_BOTTLENECK,
+    VANILLA_BOTTLENECK_STEPS,
+    SiteModel,
+    site_seeds,
+)
 
 __all__ = [
     "LENGTHS",

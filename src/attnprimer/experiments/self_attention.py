@@ -55,7 +55,8 @@ SHORT_NAMES = {"self-attention": "no projections",
 
 
 def difference_models(variant: str) -> list[TrainedModel]:
-    """Every seed of one variant of [`DIFFERENCE_VARIANTS`][attnprimer.site_models.DIFFERENCE_VARIANTS]."""
+    """Every seed of one variant of
+    [`DIFFERENCE_VARIANTS`][attnprimer.site_models.DIFFERENCE_VARIANTS]."""
     return [model.trained() for model in site_seeds("difference", **DIFFERENCE_VARIANTS[variant])]
 
 
@@ -141,7 +142,8 @@ def difference_step_readout(
     on ``seeds[1]``; the model's own scores use ``seeds[1]``.
 
     Returns:
-        accuracy per key of [`READOUT_CONDITIONS`][attnprimer.experiments.self_attention.READOUT_CONDITIONS].
+        accuracy per key of
+        [`READOUT_CONDITIONS`][attnprimer.experiments.self_attention.READOUT_CONDITIONS].
     """
     model, task = trained.model, trained.task
     if getattr(model, "self_attention", None) is not None:

@@ -80,7 +80,8 @@ def _mean_weight(weights: torch.Tensor, keys: torch.Tensor, where: torch.Tensor)
 @torch.no_grad()
 def head_patterns(trained: TrainedModel, samples: int = 1000,
                   seed: int = 0) -> dict[str, dict[str, float]]:
-    """The mean weight of every head on each of its kind's [`PATTERNS`][attnprimer.experiments.transformer_heads.PATTERNS].
+    """The mean weight of every head on each of its kind's
+    [`PATTERNS`][attnprimer.experiments.transformer_heads.PATTERNS].
 
     Teacher-forced, on ``samples`` held-out inputs of the training lengths.
 

@@ -39,27 +39,46 @@ from attnprimer.figures import bahdanau  # isort: skip
 from attnprimer.figures import qkv  # isort: skip
 from attnprimer.figures import self_attention  # isort: skip
 from attnprimer.figures import positional_encoding  # isort: skip
-from attnprimer.figures import transformer  # isort: skip
-from attnprimer.figures import transformer_lengths  # isort: skip
-from attnprimer.figures import transformer_training  # isort: skip
-from attnprimer.figures import length_generalisation  # isort: skip
-from attnprimer.figures import attention_at_scale  # isort: skip
-from attnprimer.figures import kv_cache  # isort: skip
+from attnprimer.figures import transformer  # noqa: F401  # isort: skip
+from attnprimer.figures import transformer_lengths  # noqa: F401  # isort: skip
+from attnprimer.figures import transformer_training  # noqa: F401  # isort: skip
+from attnprimer.figures import length_generalisation  # noqa: F401  # isort: skip
+from attnprimer.figures import attention_at_scale  # noqa: F401  # isort: skip
+from attnprimer.figures import kv_cache  # noqa: F401  # isort: skip
 # The architecture diagrams, registered for the chapters that show them.
 from attnprimer.figures import rnn_diagrams  # isort: skip
 from attnprimer.figures import attention_diagrams  # isort: skip
 from attnprimer.figures import scale_diagrams  # isort: skip
 from attnprimer.figures import position_diagrams  # isort: skip
 from attnprimer.figures import home  # noqa: F401  # isort: skip  (the home page, as the chapter "home")
-from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
-                                           plot_causal_demo)
-from attnprimer.figures.plotting import (draw_attention, plot_accuracy_curves, plot_attention,
-                                         plot_attention_grid, plot_length_generalisation,
-                                         plot_task_attention, plot_training, save_figure)
-from attnprimer.figures.positional_encoding import (plot_learned_norms, plot_rotary_scores,
-                                                    plot_signal_attention, plot_sinusoidal)
-from attnprimer.figures.qkv import (plot_cosine_vs_dot, plot_kernel_regression,
-                                    plot_own_letter_mass, plot_score_functions, plot_score_scaling)
+from attnprimer.figures.mechanisms import (
+                                           plot_attention_cost,
+                                           plot_attention_patterns,
+                                           plot_causal_demo,
+)
+from attnprimer.figures.plotting import (
+                                           draw_attention,
+                                           plot_accuracy_curves,
+                                           plot_attention,
+                                           plot_attention_grid,
+                                           plot_length_generalisation,
+                                           plot_task_attention,
+                                           plot_training,
+                                           save_figure,
+)
+from attnprimer.figures.positional_encoding import (
+                                           plot_learned_norms,
+                                           plot_rotary_scores,
+                                           plot_signal_attention,
+                                           plot_sinusoidal,
+)
+from attnprimer.figures.qkv import (
+                                           plot_cosine_vs_dot,
+                                           plot_kernel_regression,
+                                           plot_own_letter_mass,
+                                           plot_score_functions,
+                                           plot_score_scaling,
+)
 from attnprimer.figures.registry import FIGURES, Recipe, render_all
 from attnprimer.figures.self_attention import plot_difference_profile
 from attnprimer.figures.transformer_heads import plot_heads

@@ -15,17 +15,34 @@ from matplotlib.figure import Figure
 
 from attnprimer.additive import AdditiveAttention, additive_attention_by_hand
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.bahdanau import (FORCED_OFFSETS, alignment_by_length,
-                                             first_step_reaching, forced_attention,
-                                             largest_weight, state_probes)
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, plot_accuracy_curves,
-                                         plot_attention, plot_length_generalisation)
+from attnprimer.experiments.bahdanau import (
+    FORCED_OFFSETS,
+    alignment_by_length,
+    first_step_reaching,
+    forced_attention,
+    largest_weight,
+    state_probes,
+)
+from attnprimer.figures.plotting import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    plot_accuracy_curves,
+    plot_attention,
+    plot_length_generalisation,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.rnn_diagrams import plot_alignment_model
 from attnprimer.figures.tables import by_seed, cli_sample, markdown_table
 from attnprimer.report import attention_report
-from attnprimer.site_models import (REVERSAL_BIDIRECTIONAL, REVERSAL_DECODERS, REVERSAL_EXAMPLE,
-                                    site_model, site_seeds)
+from attnprimer.site_models import (
+    REVERSAL_BIDIRECTIONAL,
+    REVERSAL_DECODERS,
+    REVERSAL_EXAMPLE,
+    site_model,
+    site_seeds,
+)
 from attnprimer.train import TrainedModel, predict_one
 
 __all__ = ["MODELS", "seeds", "spread"]
@@ -79,7 +96,8 @@ def _alignment(name: str) -> Figure:
     output = trained.task.decode_output(prediction)
     weights = attention["encoder-decoder"][: len(output), : len(REVERSAL_EXAMPLE)]  # no padding
     output_labels = [char if char != "." else "end" for char in output]
-    return plot_attention(weights, [f"{label} ({step})" for step, label in enumerate(output_labels)],
+    return plot_attention(weights,
+                          [f"{label} ({step})" for step, label in enumerate(output_labels)],
                           [f"{char}\n{step}" for step, char in enumerate(REVERSAL_EXAMPLE)],
                           xlabel="input letter and position", ylabel="output letter (step)",
                           title=f"{name}, seed 0")
@@ -122,7 +140,8 @@ def _lengths() -> tuple[list[int], list[int]]:
 def length() -> Figure:
     inside, beyond = _lengths()
     lengths = inside + beyond
-    scores = {name: np.array([cached_accuracy_by_length(trained, lengths, 1000) for trained in seeds(name)])
+    scores = {name: np.array([cached_accuracy_by_length(trained, lengths, 1000)
+                              for trained in seeds(name)])
               for name in MODELS}  # (seeds, lengths) per model
     figure = plot_length_generalisation(
         {name: (lengths, runs.mean(axis=0)) for name, runs in scores.items()},
@@ -142,7 +161,8 @@ def accuracy() -> str:
     inside, beyond = _lengths()
     rows = []
     for name in MODELS:
-        runs = [cached_accuracy_by_length(trained, inside + beyond, 1000) for trained in seeds(name)]
+        runs = [cached_accuracy_by_length(trained, inside + beyond, 1000)
+                for trained in seeds(name)]
         rows.append([name, spread(np.mean(run[: len(inside)]) for run in runs),
                      spread(run[len(inside) - 1] for run in runs),
                      spread(np.mean(run[len(inside):]) for run in runs)])

@@ -15,14 +15,20 @@ import torch
 from matplotlib.figure import Figure
 
 from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE
-from attnprimer.positional import (RelativePositionBias, alibi_bias, alibi_slopes, apply_rotary,
-                                   sinusoidal_encoding)
+from attnprimer.positional import (
+    RelativePositionBias,
+    alibi_bias,
+    alibi_slopes,
+    apply_rotary,
+    sinusoidal_encoding,
+)
 
 __all__ = ["plot_rotary_scores", "plot_score_biases", "plot_sinusoidal"]
 
 
 def plot_sinusoidal(length: int = 64, dim: int = 64, starts: Iterable[int] = (0, 10, 30)) -> Figure:
-    """The sinusoidal encoding as a heatmap, and the dot product of two positions against their offset.
+    """The sinusoidal encoding as a heatmap, and the dot product of two positions against their
+    offset.
 
     Examples:
         >>> figure = plot_sinusoidal(length=16, dim=8, starts=(0, 4))
@@ -40,7 +46,8 @@ def plot_sinusoidal(length: int = 64, dim: int = 64, starts: Iterable[int] = (0,
     figure.colorbar(image, ax=left, label="value")
     reach = length - max(starts)
     styles = [("-", 3.0), ("--", 1.8), (":", 1.8), ("-.", 1.2)]
-    for colour, (style, width), start in zip((BLUE, ORANGE, GREEN, GREY), styles, starts):
+    colours = (BLUE, ORANGE, GREEN, GREY)
+    for colour, (style, width), start in zip(colours, styles, starts, strict=False):
         offsets = np.arange(-start, reach)
         products = (encoding[start] * encoding[start + offsets]).sum(-1).numpy()
         right.plot(offsets, products, color=colour, ls=style, lw=width,

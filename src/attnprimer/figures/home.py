@@ -15,13 +15,20 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.qkv import kernel_regression_toy
 from attnprimer.block_mask import BlockMask
 from attnprimer.experiments.attention_at_scale import KINDS, block_kinds
+from attnprimer.experiments.qkv import kernel_regression_toy
 from attnprimer.experiments.rnn_recap import decoder_curves
-from attnprimer.figures.plotting import (BLOCK_COLOURS, BLUE, GREEN, GREY, ORANGE, draw_attention,
-                                         weight_colorbar)
 from attnprimer.figures.length_generalisation import COLOURS, LENGTHS, NAMES, TRAIN_MAX, exact
+from attnprimer.figures.plotting import (
+    BLOCK_COLOURS,
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    draw_attention,
+    weight_colorbar,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.positional import sinusoidal_encoding
 from attnprimer.site_models import (

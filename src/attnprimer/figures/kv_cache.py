@@ -6,7 +6,8 @@
 * cached greedy decoding against full recomputation on the three trained decoder-only seeds
   of the Transformer chapter ([`cached_equality`][attnprimer.experiments.kv_cache.cached_equality]);
 * tokens per second and memory against the tokens generated, cache on and off, measured on a
-  larger untrained model ([`cached_decoding_cost`][attnprimer.experiments.kv_cache.cached_decoding_cost]),
+  larger untrained model
+  ([`cached_decoding_cost`][attnprimer.experiments.kv_cache.cached_decoding_cost]),
   and the speed of the trained model itself;
 * the cache bytes per token of multi-head, grouped-query and multi-query attention.
 

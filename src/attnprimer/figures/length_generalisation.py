@@ -13,14 +13,23 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.experiments.length_generalisation import (cached_first_errors,
-                                                          cached_source_attention, exact_match)
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, PURPLE, draw_attention,
-                                         weight_colorbar)
+from attnprimer.experiments.length_generalisation import (
+    cached_first_errors,
+    cached_source_attention,
+    exact_match,
+)
+from attnprimer.figures.plotting import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    draw_attention,
+    weight_colorbar,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table, mean_range
-from attnprimer.site_models import (LENGTH_OPERATIONS, LENGTH_SCHEMES, NOPE_LONGER_STEPS,
-                                    site_seeds)
+from attnprimer.site_models import LENGTH_OPERATIONS, LENGTH_SCHEMES, NOPE_LONGER_STEPS, site_seeds
 from attnprimer.tasks import CopyReverseTask
 from attnprimer.train import TrainedModel
 
@@ -29,8 +38,8 @@ __all__ = ["LENGTHS", "NAMES", "TRAIN_MAX", "beyond", "exact", "seeds"]
 TRAIN_MAX = CopyReverseTask().max_len  # N: the longest training input
 LENGTHS = list(range(1, 2 * TRAIN_MAX + 1))  # tested: 1..2N
 SAMPLES = 1000  # held-out inputs per length
-NAMES = {"none": "NoPE", "sinusoidal": "absolute (sinusoidal)", "relative": "relative bias (T5-style)",
-         "alibi": "ALiBi", "rotary": "rotary"}
+NAMES = {"none": "NoPE", "sinusoidal": "absolute (sinusoidal)",
+         "relative": "relative bias (T5-style)", "alibi": "ALiBi", "rotary": "rotary"}
 SHORT_NAMES = {"none": "NoPE", "sinusoidal": "sinusoidal", "relative": "relative bias",
                "alibi": "ALiBi", "rotary": "rotary"}
 COLOURS = {"none": "black", "sinusoidal": GREY, "relative": GREEN, "alibi": ORANGE,

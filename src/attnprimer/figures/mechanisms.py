@@ -22,7 +22,8 @@ from attnprimer.multihead import MultiHeadAttention
 __all__ = ["plot_attention_cost", "plot_attention_patterns", "plot_causal_demo"]
 
 
-def plot_attention_patterns(length: int = 8, window: int = 2, padding: int = 3, seed: int = 0) -> Figure:
+def plot_attention_patterns(length: int = 8, window: int = 2, padding: int = 3,
+                            seed: int = 0) -> Figure:
     """One set of random self-attention scores under soft, hard, padded, causal and local attention.
 
     Examples:
@@ -58,7 +59,8 @@ def plot_attention_patterns(length: int = 8, window: int = 2, padding: int = 3, 
     return figure
 
 
-def plot_causal_demo(length: int = 10, changed_from: int = 6, dim: int = 16, seed: int = 0) -> Figure:
+def plot_causal_demo(length: int = 10, changed_from: int = 6, dim: int = 16,
+                     seed: int = 0) -> Figure:
     """Change the inputs from one position on; see which outputs of self-attention move.
 
     A randomly initialised 2-head [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention]
@@ -103,11 +105,13 @@ def plot_attention_cost(points: Iterable[CostPoint],
     """Time and peak memory of attention against the sequence length, log-log.
 
     On log-log axes a cost proportional to L^k is a straight line of slope k;
-    each legend entry gives the slope fitted to the three longest sequences. Grey guides show slopes 2 (dashed) and 1 (dotted). Points with
+    each legend entry gives the slope fitted to the three longest sequences. Grey guides show slopes
+    2 (dashed) and 1 (dotted). Points with
     no measurable memory are left out.
 
     Args:
-        points: the measurements, as made by [`measure_attention_cost`][attnprimer.cost.measure_attention_cost].
+        points: the measurements, as made by
+            [`measure_attention_cost`][attnprimer.cost.measure_attention_cost].
         colours: one per implementation, in the order they first appear in ``points``.
 
     Examples:
@@ -123,7 +127,7 @@ def plot_attention_cost(points: Iterable[CostPoint],
     left, right = figure.subplots(1, 2)
     names = list(dict.fromkeys(point.implementation for point in points))
     anchors = {}
-    for colour, name in zip(colours, names):
+    for colour, name in zip(colours, names, strict=False):
         mine = sorted((point for point in points if point.implementation == name),
                       key=lambda point: point.length)
         lengths = np.asarray([point.length for point in mine], dtype=float)

@@ -235,7 +235,7 @@ def plot_accuracy_curves(histories: dict[str, list[dict[str, list[float]]]]) -> 
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     left, right = figure.subplots(1, 2)
     colours = [GREY, BLUE, ORANGE, GREEN]
-    for colour, (label, runs) in zip(colours, histories.items()):
+    for colour, (label, runs) in zip(colours, histories.items(), strict=False):
         steps = np.asarray(runs[0]["held_out_step"])
         accuracy = np.asarray([run["held_out_exact_match"] for run in runs])  # (seeds, points)
         error = np.clip(1 - accuracy, 1e-4, None)  # 1e-4: one miss in 10,000, the floor
@@ -300,7 +300,7 @@ def plot_length_generalisation(
     figure = Figure(figsize=(8, 3.8), layout="constrained")
     axes = figure.add_subplot()
     colours = (GREY, BLUE, ORANGE, GREEN, "#CC79A7", "#56B4E9")
-    for colour, (label, (lengths, scores)) in zip(colours, curves.items()):
+    for colour, (label, (lengths, scores)) in zip(colours, curves.items(), strict=False):
         axes.plot(lengths, scores, color=colour, marker="o", ms=4, label=label)
     axes.axvline(trained_length, color=GREY, ls="--", lw=0.8)
     axes.text(trained_length + 0.2, 0.02, "trained here", fontsize=8, color=GREY)
@@ -334,7 +334,7 @@ def plot_lengths(curves: dict[str, list[list[float]]], lengths: Iterable[int],
     axes.axvspan(first - 0.4, last + 0.4, color=GREY, alpha=0.15, lw=0)
     axes.text(first, 0.03, note, fontsize=8, color=GREY)
     colours = (GREY, BLUE, ORANGE, GREEN, "#CC79A7")
-    for colour, (label, runs) in zip(colours, curves.items()):
+    for colour, (label, runs) in zip(colours, curves.items(), strict=False):
         scores = np.asarray(runs)  # (seeds, lengths)
         axes.fill_between(lengths, scores.min(0), scores.max(0), color=colour, alpha=0.2, lw=0)
         axes.plot(lengths, scores.mean(0), color=colour, marker="o", ms=3,

@@ -1,4 +1,5 @@
-"""Figures and tables of the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
+"""Figures and tables of the chapter "Positional encoding"
+(``docs/chapters/positional-encoding.md``).
 
 The trained signal and counting models; the pure plots of the encodings and score biases are
 in [`figures.encodings`][attnprimer.figures.encodings], the experiments in
@@ -18,14 +19,28 @@ from attnprimer.cache import cached_evaluation
 from attnprimer.experiments import positional_encoding as experiments
 from attnprimer.experiments.positional_encoding import SIGNAL_GROUPS, signal_group
 from attnprimer.figures.encodings import plot_rotary_scores, plot_score_biases, plot_sinusoidal
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, draw_attention,
-                                         plot_accuracy_curves, plot_lengths, weight_colorbar)
+from attnprimer.figures.plotting import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    draw_attention,
+    plot_accuracy_curves,
+    plot_lengths,
+    weight_colorbar,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import cli_sample, markdown_table, mean_range, percent
 from attnprimer.positional import POSITIONAL_ENCODINGS
 from attnprimer.report import attention_report, encoding_norms_report
-from attnprimer.site_models import (COUNTING_LENGTH_VARIANTS, SEEDS, SIGNAL_EXAMPLE,
-                                    SIGNAL_VARIANTS, site_model, site_seeds)
+from attnprimer.site_models import (
+    COUNTING_LENGTH_VARIANTS,
+    SEEDS,
+    SIGNAL_EXAMPLE,
+    SIGNAL_VARIANTS,
+    site_model,
+    site_seeds,
+)
 from attnprimer.tasks import Task
 from attnprimer.tasks.signal import multiset_bound
 from attnprimer.train import predict_one
@@ -43,7 +58,7 @@ def plot_learned_norms(norms: dict[str, torch.Tensor], length: int) -> Figure:
     positions = np.arange(length)
     width = 0.8 / max(1, len(norms))
     for index, (colour, (label, values)) in enumerate(zip((BLUE, ORANGE, GREEN, GREY),
-                                                          norms.items())):
+                                                          norms.items(), strict=False)):
         axes.bar(positions + (index - (len(norms) - 1) / 2) * width,
                  values[:length].numpy(), width=width, color=colour, label=label)
     axes.set_xticks(positions, ["0\n(signal)", *map(str, positions[1:])])
@@ -185,7 +200,8 @@ def signal_sample() -> str:
 @recipe("signal_norms", "the learned encoding's norm at each position, three seeds")
 def signal_norms() -> Figure:
     models = signal_group("learned")
-    norms = {f"seed {seed}": m.model.position.norms() for seed, m in zip(SEEDS, models)}
+    norms = {f"seed {seed}": trained.model.position.norms()
+             for seed, trained in zip(SEEDS, models, strict=True)}
     return plot_learned_norms(norms, models[0].task.length)
 
 
@@ -252,8 +268,8 @@ def counting_counts() -> str:
 
     rows = [row("inputs with every count ≤&nbsp;10&nbsp;%", one, "small")]
     for name, trained in ((one, "10 tokens"), (mixed, "5 to 20 tokens")):
-        rows += [[f"**{name.removesuffix(', start token')}** ({trained}; classes "
-                  f"0–{task[name].num_classes - 1})",
+        rows += [[(f"**{name.removesuffix(', start token')}** ({trained}; classes "
+                   f"0–{task[name].num_classes - 1})"),
                   *[""] * len(lengths)],
                  row("right&nbsp;%", name, "exact"),
                  row("right on every count ≤&nbsp;10&nbsp;%", name, "exact_small"),

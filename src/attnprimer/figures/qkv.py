@@ -21,11 +21,25 @@ from attnprimer.additive import AdditiveScore
 from attnprimer.analysis import own_letter_mass
 from attnprimer.attention import masked_softmax
 from attnprimer.dot_product import GeneralScore, dot_scores
-from attnprimer.experiments.qkv import (LARGE_COUNT, KernelRegressionToy, ScoreSaturation,
-                                        cosine_dot_pairs, kernel_regression_toy, recipe_ablation,
-                                        score_saturation)
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, HEATMAP, ORANGE, plot_accuracy_curves,
-                                         plot_task_attention, plot_training)
+from attnprimer.experiments.qkv import (
+    LARGE_COUNT,
+    KernelRegressionToy,
+    ScoreSaturation,
+    cosine_dot_pairs,
+    kernel_regression_toy,
+    recipe_ablation,
+    score_saturation,
+)
+from attnprimer.figures.plotting import (
+    BLUE,
+    GREEN,
+    GREY,
+    HEATMAP,
+    ORANGE,
+    plot_accuracy_curves,
+    plot_task_attention,
+    plot_training,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import cli_sample, markdown_table
 from attnprimer.report import attention_report
@@ -264,7 +278,8 @@ def counting_heatmap() -> Figure:
 @recipe("counting_sample", "`attnprimer test counting` on the primer's example")
 def counting_sample() -> str:
     task, tokens, prediction, attention = _counting_example()
-    report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
+    targets = task.targets_for(tokens[None])[0]
+    report = attention_report(task, tokens, prediction, attention, targets)
     return cli_sample(f'attnprimer test counting --input "{COUNTING_EXAMPLE}"', report)
 
 

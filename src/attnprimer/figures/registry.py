@@ -35,10 +35,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from attnprimer.fingerprints import fingerprint
-from attnprimer.files import write_atomically
 from attnprimer.figures.plotting import save_figure
 from attnprimer.figures.theme import DARK_BACKGROUND, to_dark
+from attnprimer.files import write_atomically
+from attnprimer.fingerprints import fingerprint
 from attnprimer.train import single_thread
 from attnprimer.workers import run_in_processes
 

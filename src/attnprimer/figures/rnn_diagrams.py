@@ -4,7 +4,8 @@
 decoders of [`attnprimer.rnn`][attnprimer.rnn] unrolled on one reversal, at the same places,
 so that what changes from one to the next is only what the decoder reads: nothing (vanilla),
 the encoder's final state at every step (peeky), or a context made for each step from every
-encoder state (attention). [`plot_alignment_model`][attnprimer.figures.rnn_diagrams.plot_alignment_model]
+encoder state (attention).
+[`plot_alignment_model`][attnprimer.figures.rnn_diagrams.plot_alignment_model]
 draws Bahdanau's alignment model with the weights of a trained model as the arrows' widths;
 its recipe is in [`figures.bahdanau`][attnprimer.figures.bahdanau], which fetches the model.
 """
@@ -164,7 +165,7 @@ def plot_alignment_model(weights: torch.Tensor, inputs: str, outputs: list[str],
     tops = [3.9 + (t - (len(outputs) - 1) / 2) * gap for t in range(len(outputs))]
     states = [box(axes, x, 1.05, f"$h_{{{j}}}$", width=0.42, height=0.32, fontsize=9)
               for j, x in enumerate(xs)]
-    for j, (x, letter) in enumerate(zip(xs, inputs, strict=True)):
+    for x, letter in zip(xs, inputs, strict=True):
         label(axes, x, 0.65, f"{letter}", fontsize=10)
     label(axes, 0.2, 0.65, "input", fontsize=8, ha="left")
     label(axes, 0.2, 1.05, "encoder\nstates", fontsize=8, ha="left")

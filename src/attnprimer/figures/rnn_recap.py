@@ -13,8 +13,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from attnprimer.experiments.rnn_recap import (LengthCurves, bottleneck_curves, bottleneck_models,
-                                              decoder_curves, decoder_models)
+from attnprimer.experiments.rnn_recap import (
+    LengthCurves,
+    bottleneck_curves,
+    bottleneck_models,
+    decoder_curves,
+    decoder_models,
+)
 from attnprimer.figures.plotting import BLUE, GREY, ORANGE, plot_length_generalisation
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import markdown_table, percent
@@ -43,7 +48,8 @@ def plot_length_curves(curves: LengthCurves, trained_length: int) -> Figure:
              for label, runs in curves.by_seed.items()}
     figure = plot_length_generalisation(means, trained_length=trained_length)
     axes = figure.axes[0]
-    for line, runs in zip(axes.lines, curves.by_seed.values()):
+    curve_lines = axes.lines[:len(curves.by_seed)]  # one per model, before the guide lines
+    for line, runs in zip(curve_lines, curves.by_seed.values(), strict=True):
         axes.fill_between(curves.lengths, np.min(runs, axis=0), np.max(runs, axis=0),
                           color=line.get_color(), alpha=0.2, lw=0)
     axes.set_xlabel("input length (letters to reverse)")
@@ -92,8 +98,8 @@ def accuracy() -> str:
     config = first.config
     return _exact_match_table(
         decoder_curves(), models,
-        f"Every model: a GRU encoder and decoder of {first.task.hidden} floats each, trained {config.steps:,} "
-        f"steps on lengths {first.task.min_len}–{first.task.max_len}, batches of "
+        f"Every model: a GRU encoder and decoder of {first.task.hidden} floats each, trained "
+        f"{config.steps:,} steps on lengths {first.task.min_len}–{first.task.max_len}, batches of "
         f"{config.batch_size}, teacher forcing, Adam from lr {config.lr:g} with "
         f"{config.schedule} decay.")
 
@@ -105,7 +111,7 @@ def bottleneck() -> Figure:
     figure = Figure(figsize=(8, 6.6), layout="constrained")
     left, right = figure.subplots(2, 1)  # top: by length; bottom: during training
     colours = (GREY, BLUE, ORANGE)
-    for colour, (label, seeds) in zip(colours, models.items()):
+    for colour, (label, seeds) in zip(colours, models.items(), strict=False):
         runs = curves.array(label)
         name = f"{label} ({len(seeds)} seeds)"
         left.fill_between(curves.lengths, runs.min(0), runs.max(0), color=colour, alpha=0.2,

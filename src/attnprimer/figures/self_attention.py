@@ -14,19 +14,39 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import (cached_block_and_swap, cached_probes, difference_step_profile,
-                                 encoder_weight_by_token, mean_self_attention)
+from attnprimer.analysis import (
+    cached_block_and_swap,
+    cached_probes,
+    difference_step_profile,
+    encoder_weight_by_token,
+    mean_self_attention,
+)
 from attnprimer.cache import cached_evaluation
 from attnprimer.cost import CostPoint, measure_in_fresh_process
-from attnprimer.experiments.self_attention import (BROADCAST, READOUT_CONDITIONS, broadcast_step,
-                                                   cached_readout, cached_sdpa_points, sweep_runs,
-                                                   difference_models, mean_first_reaching,
-                                                   projection_sweep_models, self_attention_models)
+from attnprimer.experiments.self_attention import (
+    BROADCAST,
+    READOUT_CONDITIONS,
+    broadcast_step,
+    cached_readout,
+    cached_sdpa_points,
+    difference_models,
+    mean_first_reaching,
+    projection_sweep_models,
+    self_attention_models,
+    sweep_runs,
+)
 from attnprimer.experiments.self_attention import multihead_shapes as shapes_of_multihead
-from attnprimer.figures.mechanisms import (plot_attention_cost, plot_attention_patterns,
-                                           plot_causal_demo)
-from attnprimer.figures.plotting import (plot_accuracy_curves, plot_attention_grid,
-                                         plot_difference_profile, plot_task_attention)
+from attnprimer.figures.mechanisms import (
+    plot_attention_cost,
+    plot_attention_patterns,
+    plot_causal_demo,
+)
+from attnprimer.figures.plotting import (
+    plot_accuracy_curves,
+    plot_attention_grid,
+    plot_difference_profile,
+    plot_task_attention,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import cell, cli_sample, markdown_table, mean_range, percent
 from attnprimer.report import attention_report
@@ -82,7 +102,8 @@ def _difference_heatmap(variant: str) -> Figure:
 
 def _difference_sample(variant: str) -> str:
     task, tokens, prediction, attention = _difference_example(variant)
-    report = attention_report(task, tokens, prediction, attention, task.targets_for(tokens[None])[0])
+    targets = task.targets_for(tokens[None])[0]
+    report = attention_report(task, tokens, prediction, attention, targets)
     flags = "".join(f" --{name.replace('_', '-')}" for name in DIFFERENCE_VARIANTS[variant])
     return cli_sample(f'attnprimer test difference{flags} --input "{DIFFERENCE_EXAMPLE}"', report)
 
@@ -125,7 +146,8 @@ def difference_readout() -> str:
     rows = [[text, *(percent(result[key]) for result in results)]
             for key, text in READOUT_CONDITIONS.items()]
     return markdown_table(
-        [cell("|A − B| read by..."), *(f"seed {seed}" for seed in SEEDS)], rows, align="l" + "r" * 3,
+        [cell("|A − B| read by..."), *(f"seed {seed}" for seed in SEEDS)], rows,
+        align="l" + "r" * 3,
         caption="The difference model without self-attention, its difference step. Probes are "
                 "multinomial logistic regressions fitted on 10,000 held-out sequences; every "
                 "row is scored on 10,000 others.")
@@ -246,7 +268,8 @@ def _mib(peak_bytes: int | None) -> str:
 
 
 def _grid(points):
-    """(names in order, lengths, {(name, length): point}) of measurements named by their first field."""
+    """(names in order, lengths, {(name, length): point}) of measurements named by their first
+    field."""
     names = list(dict.fromkeys(point[0] for point in points))
     return names, sorted({point.length for point in points}), {(p[0], p.length): p for p in points}
 
@@ -314,7 +337,7 @@ def sdpa_table() -> str:
 def multihead_shapes() -> str:
     batch, length, memory_length, dim, heads = 2, 5, 7, 8, 2
     rows = shapes_of_multihead(batch, length, memory_length, dim, heads)
-    lines = [f"B={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
-             f"Dh=D/H={dim // heads}"]
+    lines = [(f"B={batch}, L={length}, S={memory_length}, D={dim}, H={heads}, "
+              f"Dh=D/H={dim // heads}")]
     lines += [f"{name:<28}{shape!s:<16}{note}" for note, name, shape in rows]
     return "```text\n" + "\n".join(lines) + "\n```\n"

@@ -59,10 +59,11 @@ def dark_colour(colour) -> tuple[float, float, float, float]:
     A grey of lightness ``v`` (0 black, 1 white) becomes a mix of
     [`DARK_BACKGROUND`][attnprimer.figures.theme.DARK_BACKGROUND] and
     [`DARK_INK`][attnprimer.figures.theme.DARK_INK], ``(1 - v) ** 0.6`` of the way to the
-    ink: black is the ink, white (and near-white) the background, and the greys in between come out a little
-    lighter than a straight turn-over would make them, so that the mid grey the plots write
-    notes in (``#777777``) reads as text on the dark page as it does on the light one. A
-    series colour becomes its twin if it has one; any other colour, and the alpha, are kept.
+    ink: black is the ink, white (and near-white) the background, and the greys in between
+    come out a little lighter than a straight turn-over would make them, so that the mid grey
+    the plots write notes in (``#777777``) reads as text on the dark page as it does on the
+    light one. A series colour becomes its twin if it has one; any other colour, and the alpha,
+    are kept.
 
     Examples:
         >>> to_hex(dark_colour("white")), to_hex(dark_colour("black"))
@@ -76,7 +77,8 @@ def dark_colour(colour) -> tuple[float, float, float, float]:
     if max(red, green, blue) - min(red, green, blue) <= _NEUTRAL:
         lightness = (red + green + blue) / 3
         darkness = 0.0 if lightness >= _WHITE else (1 - lightness) ** _GREY_GAMMA
-        ink, background = np.asarray(to_rgba(DARK_INK)[:3]), np.asarray(to_rgba(DARK_BACKGROUND)[:3])
+        ink = np.asarray(to_rgba(DARK_INK)[:3])
+        background = np.asarray(to_rgba(DARK_BACKGROUND)[:3])
         mixed = background + darkness * (ink - background)
         return (*(float(channel) for channel in mixed), alpha)
     twin = DARK_TWINS.get(to_hex((red, green, blue)))

@@ -18,13 +18,19 @@ from matplotlib.ticker import MaxNLocator
 from attnprimer.analysis import cached_accuracy_by_length
 from attnprimer.experiments.bahdanau import first_step_reaching
 from attnprimer.experiments.transformer import cached_copies_by_position
-from attnprimer.figures.plotting import (BLUE, GREEN, GREY, ORANGE, PURPLE, plot_lengths,
-                                         plot_length_generalisation)
+from attnprimer.figures.plotting import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    plot_length_generalisation,
+    plot_lengths,
+)
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.figures.transformer_heads import copy_test_table, example_grid, head_table
-from attnprimer.site_models import (REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS,
-                                    site_seeds)
+from attnprimer.site_models import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
 from attnprimer.train import TrainedModel, held_out_generator
 
 __all__ = ["MODELS", "seeds"]
@@ -39,7 +45,8 @@ SAMPLES = 1000  # held-out inputs per length: the Bahdanau chapter's, so its sco
 
 
 def seeds(name: str) -> list[TrainedModel]:
-    """Every seed of the model called ``name`` in [`MODELS`][attnprimer.figures.transformer.MODELS]."""
+    """Every seed of the model called ``name`` in
+    [`MODELS`][attnprimer.figures.transformer.MODELS]."""
     if name in TRANSFORMERS:
         settings = TRANSFORMERS[name]
         return [model.trained() for model in site_seeds(
@@ -138,8 +145,8 @@ def cost() -> str:
                 f"\"First at 99&nbsp;%\": the first step at which exact match on the training "
                 f"monitor (1,000 held-out inputs of lengths 1–10, greedy, scored every 100 "
                 f"steps) was 99&nbsp;% or more, for seeds 0 / 1 / 2; \"never\" if it did not "
-                f"get there. Seconds: the wall time of that model's whole training run on the build "
-                f"machine (one thread, monitoring included), times the share of its steps "
+                f"get there. Seconds: the wall time of that model's whole training run on the "
+                f"build machine (one thread, monitoring included), times the share of its steps "
                 f"taken by then; a measurement, which another machine or another run will not "
                 f"repeat exactly.")
 

@@ -4,7 +4,8 @@ Its recipes are registered in [`attnprimer.figures.transformer`][attnprimer.figu
 
 Every head of the two Transformers on one input, as a grid; over held-out inputs, where each
 head looks ([`head_patterns`][attnprimer.experiments.transformer_heads.head_patterns]) and
-what switching it off costs ([`head_ablation`][attnprimer.experiments.transformer_heads.head_ablation]).
+what switching it off costs
+([`head_ablation`][attnprimer.experiments.transformer_heads.head_ablation]).
 [`plot_heads`][attnprimer.figures.transformer_heads.plot_heads] is also what
 ``attnprimer test reversal-transformer --plot FILE`` draws.
 """
@@ -15,8 +16,11 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.experiments.transformer_heads import (cached_head_ablation,
-                                                      cached_head_patterns, copy_groups)
+from attnprimer.experiments.transformer_heads import (
+    cached_head_ablation,
+    cached_head_patterns,
+    copy_groups,
+)
 from attnprimer.figures.plotting import draw_attention
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
 from attnprimer.head_ablation import head_names

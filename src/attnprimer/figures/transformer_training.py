@@ -17,14 +17,26 @@ from matplotlib.figure import Figure
 
 from attnprimer.cache import cached_result
 from attnprimer.experiments.bahdanau import first_step_reaching
-from attnprimer.experiments.transformer_training import (first_gradient_norms, initial_model,
-                                                         position_spread)
+from attnprimer.experiments.transformer_training import (
+    first_gradient_norms,
+    initial_model,
+    position_spread,
+)
 from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE, smoothed
 from attnprimer.figures.registry import recipe
 from attnprimer.figures.tables import by_seed, markdown_table, mean_range
-from attnprimer.site_models import (DEEP_LAYERS, DEEP_LR, DEEP_NORM_CELLS, NO_RESIDUALS,
-                                    NORM_GRID_LRS, NORM_GRID_SCHEDULES, NORM_PLACEMENTS, SEEDS,
-                                    TRANSFORMER_STEPS, site_seeds)
+from attnprimer.site_models import (
+    DEEP_LAYERS,
+    DEEP_LR,
+    DEEP_NORM_CELLS,
+    NO_RESIDUALS,
+    NORM_GRID_LRS,
+    NORM_GRID_SCHEDULES,
+    NORM_PLACEMENTS,
+    SEEDS,
+    TRANSFORMER_STEPS,
+    site_seeds,
+)
 from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
 

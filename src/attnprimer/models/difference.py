@@ -66,7 +66,8 @@ class OutputSelfAttention(nn.Module):
     def forward(
         self, hidden: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """hidden (B, T, D) -> new hidden (B, T, D) and weights (B, T, T); mask: True = may attend."""
+        """hidden (B, T, D) -> new hidden (B, T, D) and weights (B, T, T); mask: True = may
+        attend."""
         # (B, T, D) each; the hidden states themselves without projections
         query, key, value = (self.query(hidden), self.key(hidden),
                              self.value(hidden))
@@ -84,7 +85,8 @@ class DifferenceModel(CountingModel):
 
     Without self-attention every output step, including the difference step,
     reads only the input. With it, each step's reading of the input passes
-    through [`OutputSelfAttention`][attnprimer.models.difference.OutputSelfAttention] before classification.
+    through [`OutputSelfAttention`][attnprimer.models.difference.OutputSelfAttention] before
+    classification.
 
     Args:
         num_tokens: number of distinct input tokens (letters + blank).
@@ -123,7 +125,8 @@ class DifferenceModel(CountingModel):
     def forward(
         self, tokens: torch.Tensor, self_mask: torch.Tensor | None = None
     ) -> ModelOutput:
-        """tokens (B, S) -> logits (B, T, C); weights ``encoder-decoder`` (B, T, S), ``self`` (B, T, T).
+        """tokens (B, S) -> logits (B, T, C); weights ``encoder-decoder`` (B, T, S), ``self``
+        (B, T, T).
 
         ``self_mask`` (T, T) or (B, T, T), True = may attend, restricts which
         output steps each step may read: the ablations on the site use it.

@@ -109,7 +109,8 @@ class SignalModel(nn.Module):
         self.classifier = nn.Linear(hidden, num_classes)
 
     def forward(self, tokens: torch.Tensor) -> ModelOutput:
-        """tokens (B, S) -> logits (B, 1, C); weights ``encoder self`` (B, S, S), ``encoder-decoder`` (B, 1, S)."""
+        """tokens (B, S) -> logits (B, 1, C); weights ``encoder self`` (B, S, S),
+        ``encoder-decoder`` (B, 1, S)."""
         # (B, S) -> (B, S, D)
         x = self.embed(F.one_hot(tokens, self.num_tokens).float())
         if self.position is not None:

@@ -14,7 +14,19 @@ from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
 from attnprimer.tasks.signal import SignalTask
 
-__all__ = ["BLANK", "TASKS", "Batch", "CopyReverseTask", "CountingTask", "DifferenceTask", "ReversalTask", "ReversalTransformerTask", "SignalTask", "Task", "get_task"]
+__all__ = [
+    "BLANK",
+    "TASKS",
+    "Batch",
+    "CopyReverseTask",
+    "CountingTask",
+    "DifferenceTask",
+    "ReversalTask",
+    "ReversalTransformerTask",
+    "SignalTask",
+    "Task",
+    "get_task",
+]
 
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
@@ -35,7 +47,8 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         >>> get_task("sorting")
         Traceback (most recent call last):
         ...
-        ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference, reversal, reversal-transformer, signal
+        ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference,
+        reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import torch
 from torch.nn import functional as F
@@ -54,7 +55,7 @@ class ReversalTask(Task):
 
     name = "reversal"
     description = "write the input backwards (a task with a known alignment)"
-    train_defaults = {"steps": 1200, "lr": 1e-2}
+    train_defaults: ClassVar[dict] = {"steps": 1200, "lr": 1e-2}
     teacher_forced = True
 
     max_len: int = field(default=10, metadata={"help": "the longest input (letters)"})
