@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attnprimer.kv_cache import KVCache, LayerCache, extend, greedy_with_cache, greedy_without_cache
+from attnprimer.models.no_residual import DecoderOnlyWithoutResidual
 from attnprimer.transformer import DecoderOnly
 
 
@@ -134,7 +135,8 @@ def test_bad_input_is_refused_with_its_shapes():
 
 
 def test_a_model_without_residual_connections_is_refused():
-    """cached_block writes x + context; a residual=False block would silently differ."""
-    model = _model(True, residual=False)
-    with pytest.raises(ValueError, match="residual connections only"):
+    """cached_block writes x + context; a block without residuals would silently differ."""
+    torch.manual_seed(0)
+    model = DecoderOnlyWithoutResidual(num_outputs=9, dim=16, heads=4, layers=2).eval()
+    with pytest.raises(ValueError, match=r"EncoderBlock\.forward only"):
         greedy_with_cache(model, torch.ones(1, 3, dtype=torch.long))

@@ -10,7 +10,7 @@ from torch.testing import assert_close
 from attnprimer.masks import causal_mask, padding_mask, to_blocked_mask
 from attnprimer.multihead import MultiHeadAttention
 from attnprimer.tasks import ReversalTransformerTask
-from attnprimer.train import held_out_generator
+from attnprimer.training.train import held_out_generator
 from attnprimer.transformer import (
     DecoderBlock,
     DecoderOnly,
@@ -201,38 +201,3 @@ def test_the_task_refuses_gru_settings_and_bad_shapes():
         ReversalTransformerTask(dim=30, heads=4)
     with pytest.raises(ValueError, match="architecture"):
         ReversalTransformerTask(architecture="encoder-only")
-
-
-@pytest.mark.parametrize("pre_norm", [False, True], ids=["post-LN", "pre-LN"])
-def test_without_residuals_each_block_is_its_sublayers_composed(pre_norm):
-    """residual=False: each sublayer's output replaces its input, nothing is added back."""
-    torch.manual_seed(0)
-    x, memory = randn(2, 5, DIM), randn(2, 6, DIM)
-    encoder = EncoderBlock(DIM, HEADS, HIDDEN, pre_norm=pre_norm, residual=False).double()
-    decoder = DecoderBlock(DIM, HEADS, HIDDEN, pre_norm=pre_norm, residual=False).double()
-    mask = causal_mask(5)
-
-    def sublayer(norm, f):  # f alone, its input normalised (pre-LN) or its output (post-LN)
-        return (lambda h: f(norm(h))) if pre_norm else (lambda h: norm(f(h)))
-
-    attend = sublayer(encoder.norm_attention, lambda h: encoder.attention(h)[0])
-    expected = sublayer(encoder.norm_feed_forward, encoder.feed_forward)(attend(x))
-    assert_close(encoder(x)[0], expected, **EXACT)
-
-    steps = [sublayer(decoder.norm_self, lambda h: decoder.self_attention(h, mask=mask)[0]),
-             sublayer(decoder.norm_cross, lambda h: decoder.cross_attention(h, memory)[0]),
-             sublayer(decoder.norm_feed_forward, decoder.feed_forward)]
-    expected = x
-    for step in steps:
-        expected = step(expected)
-    assert_close(decoder(x, memory, mask)[0], expected, **EXACT)
-    # and with the residuals the same weights compute something else
-    decoder.skip = 1.0
-    assert not torch.allclose(decoder(x, memory, mask)[0], expected, atol=1e-3)
-
-
-def test_the_task_passes_residual_to_every_block():
-    for architecture in ("encoder-decoder", "decoder-only"):
-        model = ReversalTransformerTask(architecture=architecture, residual=False).build_model()
-        blocks = [m for m in model.modules() if isinstance(m, (EncoderBlock, DecoderBlock))]
-        assert blocks and all(block.skip == 0.0 for block in blocks)

@@ -1,5 +1,7 @@
 """The key/value cache: greedy decoding without recomputing the past.
 
+Taught in the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
+
 [`DecoderOnly`][attnprimer.transformer.DecoderOnly] decodes greedily by running the whole
 sequence again for every new token: to write token t it recomputes the vectors of tokens
 0..t-1, which have not changed, because under the causal mask no position ever reads a later
@@ -127,11 +129,14 @@ def cached_block(block: EncoderBlock, x: torch.Tensor, cache: LayerCache,
     """One block on the new positions x (B, L, D), as ``EncoderBlock.forward``.
 
     Raises:
-        ValueError: if the block was built without residual connections (``residual=False``),
-            which this step does not reproduce.
+        ValueError: if the block computes something else than ``EncoderBlock.forward`` (a
+            subclass that overrides it, such as the blocks without residual connections of
+            [`attnprimer.models.no_residual`][attnprimer.models.no_residual]), which this step
+            would not reproduce.
     """
-    if block.skip != 1.0:
-        raise ValueError("cached_block reproduces blocks with residual connections only")
+    if type(block).forward is not EncoderBlock.forward:
+        raise ValueError(f"cached_block reproduces EncoderBlock.forward only, not "
+                         f"{type(block).__name__}'s")
     if block.pre_norm:
         context, weights = cached_attention(
             block.attention, block.norm_attention(x), cache, mask)

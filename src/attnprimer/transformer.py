@@ -1,5 +1,7 @@
 """The Transformer: the pieces of the earlier chapters assembled (Vaswani et al., 2017).
 
+Taught in the chapter "The Transformer" (``docs/chapters/transformer.md``).
+
 A Transformer block is attention followed by a small feed-forward network applied to each
 position on its own, each of the two wrapped in a *residual connection* (the block adds what it
 computes to what it was given) and a *layer norm*. Where the norm sits is a choice:
@@ -8,9 +10,10 @@ computes to what it was given) and a *layer norm*. Where the norm sits is a choi
 * **pre-LN** (Xiong et al., 2020; GPT-2): ``x = x + f(norm(x))``, which leaves the residual
   path itself untouched, with one more norm after the last block.
 
-Every block takes ``residual=False`` too, which drops the residual connections (each
-sublayer's output replaces its input instead of being added to it): an ablation, to measure
-what they are for.
+The chapter's ablation, blocks without residual connections, is a variant of these blocks
+beside the task that trains it ([`attnprimer.models.no_residual`][attnprimer.models.no_residual]);
+the models here build their stacks from the class attributes ``encoder_block`` and
+``decoder_block``, which the variant's models replace.
 
 Built here from [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention],
 [`attnprimer.masks`][attnprimer.masks] and
@@ -72,7 +75,6 @@ class EncoderBlock(nn.Module):
         heads: H.
         hidden: F, the feed-forward size.
         pre_norm: normalise each sublayer's input (pre-LN) instead of the sum (post-LN).
-        residual: add each sublayer's input to its output; ``False`` keeps the output alone.
 
     Examples:
         >>> block = EncoderBlock(dim=8, heads=2, hidden=16)
@@ -81,11 +83,9 @@ class EncoderBlock(nn.Module):
         (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
     """
 
-    def __init__(self, dim: int, heads: int, hidden: int, *,
-                 pre_norm: bool = False, residual: bool = True) -> None:
+    def __init__(self, dim: int, heads: int, hidden: int, *, pre_norm: bool = False) -> None:
         super().__init__()
         self.pre_norm = pre_norm
-        self.skip = float(residual)  # 1: x + f(x), the residual; 0: f(x) alone
         self.attention = MultiHeadAttention(dim, heads)
         self.norm_attention = nn.LayerNorm(dim)
         self.feed_forward = FeedForward(dim, hidden)
@@ -98,12 +98,12 @@ class EncoderBlock(nn.Module):
         if self.pre_norm:  # x + f(norm(x)): the residual path stays as it is
             context, weights = self.attention(self.norm_attention(x),
                                               mask=mask)
-            x = self.skip * x + context
-            x = self.skip * x + self.feed_forward(self.norm_feed_forward(x))
+            x = x + context
+            x = x + self.feed_forward(self.norm_feed_forward(x))
         else:  # norm(x + f(x)): the original Transformer
             context, weights = self.attention(x, mask=mask)
-            x = self.norm_attention(self.skip * x + context)
-            x = self.norm_feed_forward(self.skip * x + self.feed_forward(x))
+            x = self.norm_attention(x + context)
+            x = self.norm_feed_forward(x + self.feed_forward(x))
         return x, weights
 # --8<-- [end:encoder_block]
 
@@ -123,11 +123,9 @@ class DecoderBlock(nn.Module):
         (torch.Size([3, 4, 8]), torch.Size([3, 2, 4, 4]), torch.Size([3, 2, 4, 6]))
     """
 
-    def __init__(self, dim: int, heads: int, hidden: int, *,
-                 pre_norm: bool = False, residual: bool = True) -> None:
+    def __init__(self, dim: int, heads: int, hidden: int, *, pre_norm: bool = False) -> None:
         super().__init__()
         self.pre_norm = pre_norm
-        self.skip = float(residual)  # 1: x + f(x), the residual; 0: f(x) alone
         self.self_attention = MultiHeadAttention(dim, heads)
         self.norm_self = nn.LayerNorm(dim)
         self.cross_attention = MultiHeadAttention(dim, heads)
@@ -149,18 +147,18 @@ class DecoderBlock(nn.Module):
         if self.pre_norm:
             context, self_weights = self.self_attention(self.norm_self(y),
                                                         mask=self_mask)
-            y = self.skip * y + context
+            y = y + context
             context, cross_weights = self.cross_attention(
                 self.norm_cross(y), memory, mask=memory_mask)
-            y = self.skip * y + context
-            y = self.skip * y + self.feed_forward(self.norm_feed_forward(y))
+            y = y + context
+            y = y + self.feed_forward(self.norm_feed_forward(y))
         else:
             context, self_weights = self.self_attention(y, mask=self_mask)
-            y = self.norm_self(self.skip * y + context)
+            y = self.norm_self(y + context)
             context, cross_weights = self.cross_attention(
                 y, memory, mask=memory_mask)
-            y = self.norm_cross(self.skip * y + context)
-            y = self.norm_feed_forward(self.skip * y + self.feed_forward(y))
+            y = self.norm_cross(y + context)
+            y = self.norm_feed_forward(y + self.feed_forward(y))
         return y, self_weights, cross_weights
 # --8<-- [end:decoder_block]
 
@@ -192,7 +190,6 @@ class Transformer(nn.Module):
         layers: blocks in the encoder and in the decoder.
         hidden: F, the feed-forward size (default 4 D).
         pre_norm: pre-LN blocks (and a norm after each stack) instead of post-LN.
-        residual: blocks with residual connections (``False``: the ablation).
 
     Examples:
         >>> model = Transformer(num_tokens=6, num_outputs=8, dim=16, heads=2, layers=1)
@@ -201,21 +198,22 @@ class Transformer(nn.Module):
         (torch.Size([2, 4, 8]), torch.Size([2, 4, 3]))
     """
 
+    encoder_block = EncoderBlock
+    decoder_block = DecoderBlock
+
     def __init__(self, num_tokens: int, num_outputs: int, dim: int, heads: int,
                  layers: int, hidden: int | None = None, *,
-                 pre_norm: bool = False, residual: bool = True,
-                 max_positions: int = 64) -> None:
+                 pre_norm: bool = False, max_positions: int = 64) -> None:
         super().__init__()
         hidden = hidden or 4 * dim
-        blocks = {"pre_norm": pre_norm, "residual": residual}
         self.start = num_outputs  # the start token: one embedding more
         self.source_embed = nn.Embedding(num_tokens, dim, padding_idx=PAD)
         self.target_embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.encoder = nn.ModuleList(
-            EncoderBlock(dim, heads, hidden, **blocks) for _ in range(layers))
+            self.encoder_block(dim, heads, hidden, pre_norm=pre_norm) for _ in range(layers))
         self.decoder = nn.ModuleList(
-            DecoderBlock(dim, heads, hidden, **blocks)
+            self.decoder_block(dim, heads, hidden, pre_norm=pre_norm)
             for _ in range(layers))
         self.encoder_norm = _final_norm(dim, pre_norm)
         self.decoder_norm = _final_norm(dim, pre_norm)
@@ -280,7 +278,6 @@ class DecoderOnly(nn.Module):
         layers: blocks in the stack.
         hidden: F, the feed-forward size (default 4 D).
         pre_norm: pre-LN blocks (and a norm after the stack) instead of post-LN.
-        residual: blocks with residual connections (``False``: the ablation).
 
     Examples:
         >>> model = DecoderOnly(num_outputs=8, dim=16, heads=2, layers=1)
@@ -289,17 +286,18 @@ class DecoderOnly(nn.Module):
         (torch.Size([2, 4, 8]), torch.Size([2, 7, 7]))
     """
 
+    block = EncoderBlock
+
     def __init__(self, num_outputs: int, dim: int, heads: int, layers: int,
                  hidden: int | None = None, *, pre_norm: bool = False,
-                 residual: bool = True, max_positions: int = 64) -> None:
+                 max_positions: int = 64) -> None:
         super().__init__()
         hidden = hidden or 4 * dim
         self.separator = num_outputs
         self.embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, heads, hidden, pre_norm=pre_norm,
-                         residual=residual) for _ in range(layers))
+            self.block(dim, heads, hidden, pre_norm=pre_norm) for _ in range(layers))
         self.norm = _final_norm(dim, pre_norm)
         self.out = nn.Linear(dim, num_outputs)
 

@@ -1,5 +1,7 @@
 """Reversal, learned by Transformers: the RNN chapters' task, data and scoring, another model.
 
+Taught in the chapter "The Transformer" (``docs/chapters/transformer.md``).
+
 [`ReversalTransformerTask`][attnprimer.tasks.reversal_transformer.ReversalTransformerTask]
 is [`ReversalTask`][attnprimer.tasks.reversal.ReversalTask] with a Transformer in place of the
 GRU encoder-decoder. It samples, pads, scores and decodes exactly as the parent class does, so
@@ -22,6 +24,7 @@ from typing import ClassVar
 
 from torch import nn
 
+from attnprimer.models.no_residual import DecoderOnlyWithoutResidual, TransformerWithoutResidual
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.transformer import DecoderOnly, Transformer
 
@@ -83,9 +86,10 @@ class ReversalTransformerTask(ReversalTask):
 
     def build_model(self) -> nn.Module:
         if self.architecture == "decoder-only":
-            return DecoderOnly(num_outputs=self.num_classes, dim=self.dim, heads=self.heads,
-                               layers=self.layers, pre_norm=self.pre_norm,
-                               residual=self.residual)
-        return Transformer(num_tokens=self.vocab_size + 1, num_outputs=self.num_classes,
-                           dim=self.dim, heads=self.heads, layers=self.layers,
-                           pre_norm=self.pre_norm, residual=self.residual)
+            stack = DecoderOnly if self.residual else DecoderOnlyWithoutResidual
+            return stack(num_outputs=self.num_classes, dim=self.dim, heads=self.heads,
+                         layers=self.layers, pre_norm=self.pre_norm)
+        model = Transformer if self.residual else TransformerWithoutResidual
+        return model(num_tokens=self.vocab_size + 1, num_outputs=self.num_classes,
+                     dim=self.dim, heads=self.heads, layers=self.layers,
+                     pre_norm=self.pre_norm)
