@@ -1,6 +1,6 @@
 """MkDocs hook: the code blocks that chapters show, in their teaching view.
 
-Before each build, :func:`attnprimer.snippets.write_sections` writes every marked section of
+Before each build, :func:`attnprimer.site.code_views.write_sections` writes every marked section of
 the package (``# --8<-- [start:name]`` ... ``[end:name]``) as a Markdown code block, without
 docstrings and argument checks, with a link to the API reference under it, into
 ``.cache/attnprimer/generated/code`` (under the snippets base path
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 
-from attnprimer.snippets import write_sections
+from attnprimer.site.code_views import write_sections
 
 OUT = Path(".cache") / "attnprimer" / "generated" / "code"  # relative to mkdocs.yml
 

@@ -1,8 +1,8 @@
 """MkDocs hook: export the trained models the attention explorer runs in the browser.
 
-On each build, :func:`attnprimer.explorer.export_site` writes the weights of the
+On each build, :func:`attnprimer.site.explorer.export.export_site` writes the weights of the
 site models the explorer runs (seed 0 of the counting, signal, difference, reversal and
-Transformer models: ``attnprimer.explorer.explorer_models``) into
+Transformer models: ``attnprimer.site.explorer.export.explorer_models``) into
 ``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
 it is (and if neither the package's code nor those models changed, a stamp says so without
 importing torch). The export runs in a fresh process, so that under ``mkdocs serve`` a rebuild
@@ -23,7 +23,7 @@ from pathlib import Path
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
-from attnprimer.fingerprints import current_outputs, record_outputs
+from attnprimer.training.fingerprints import current_outputs, record_outputs
 
 GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative to mkdocs.yml
 SITE_PATH = "assets/explorer/models.json"  # explorer.js fetches it from here
@@ -37,8 +37,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     started = time.perf_counter()
     stamp = path.with_name(STAMP)
     if current_outputs(stamp) is None:  # else nothing changed: no torch
-        from attnprimer.explorer import export_site
-        from attnprimer.workers import run_in_processes
+        from attnprimer.site.explorer.export import export_site
+        from attnprimer.training.workers import run_in_processes
 
         # A fresh process: under mkdocs serve this one keeps the modules of an earlier build,
         # and the models the stamp records come from it too.

@@ -1,6 +1,6 @@
 """MkDocs hook: build every figure and table of the site from the attnprimer registry.
 
-On each build, :func:`attnprimer.figures.render_all` writes the registry's
+On each build, :func:`attnprimer.site.figures.render_all` writes the registry's
 artifacts into ``.cache/attnprimer/generated`` (training any model the cache
 lacks; an artifact already built from the same package source is kept, so a
 warm rebuild takes seconds). Then:
@@ -17,9 +17,9 @@ warm rebuild takes seconds). Then:
   ``--8<-- "<chapter>/<name>.md"`` (that folder is a snippets base path, with
   ``check_paths: true``).
 
-Before rendering, every model of the catalogue (``attnprimer.site_models``) the cache lacks
+Before rendering, every model of the catalogue (``attnprimer.site.catalogue``) the cache lacks
 is trained, several at a time. Both run in a fresh process
-([`render_site`][attnprimer.figures.registry.render_site]): under ``mkdocs serve`` this
+([`render_site`][attnprimer.site.figures.registry.render_site]): under ``mkdocs serve`` this
 process keeps the package modules an earlier build imported, and would otherwise render an
 edit with the code from before it. A stamp (``figures.stamp.json``) records the package's
 fingerprint and every model and artifact file; on a rebuild where none of them changed, the
@@ -39,7 +39,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from attnprimer.fingerprints import current_outputs, record_outputs
+from attnprimer.training.fingerprints import current_outputs, record_outputs
 
 GENERATED = Path(".cache") / "attnprimer" / "generated"  # relative to mkdocs.yml
 SITE_FOLDER = "figures"
@@ -64,8 +64,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def _train_and_render(out_dir: Path) -> list[Path]:
-    from attnprimer.figures.registry import render_site
-    from attnprimer.workers import run_in_processes
+    from attnprimer.site.figures.registry import render_site
+    from attnprimer.training.workers import run_in_processes
 
     # A fresh process, whatever this one imported before (mkdocs serve rebuilds in it).
     [build] = run_in_processes(render_site, [out_dir], workers=1)
@@ -89,6 +89,6 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
 def _light_and_dark(match: re.Match) -> str:
     """One figure's ``<img>`` as two, each shown in one colour scheme only."""
     before, source, after = match["before"], match["src"], match["after"]
-    dark = source.removesuffix(".svg") + ".dark.svg"  # attnprimer.figures.registry.dark_twin
+    dark = source.removesuffix(".svg") + ".dark.svg"  # attnprimer.site.figures.registry.dark_twin
     return (f'<img{before}src="{source}#only-light"{after}>'
             f'<img{before}src="{dark}#only-dark"{after}>')

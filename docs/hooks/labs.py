@@ -40,7 +40,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
-from attnprimer.fingerprints import package_fingerprint
+from attnprimer.training.fingerprints import package_fingerprint
 
 LABS = "labs"  # the folder of docs/ that holds the labs
 PLUGIN = "mkdocs-jupyter"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
 
-from attnprimer.files import write_atomically
+from attnprimer.training.files import write_atomically
 
 CACHE = Path(".cache") / "attnprimer" / "search.json"  # relative to mkdocs.yml
 

@@ -36,7 +36,7 @@ window.attnprimerModels = (function () {
     return { logits, outputs: classify(logits), attention: { "encoder-decoder": weights } };
   }
 
-  // DifferenceModel.forward, and attnprimer.interventions.difference_intervened:
+  // DifferenceModel.forward, and attnprimer.site.explorer.interventions.difference_intervened:
   // blocked: output steps the last (difference) step may not read; swap: exchange its weights
   // on the A and the B step (steps 0 and 1) before it averages.
   // tokens (S,) -> logits (T, C), weights {"encoder-decoder": (T, S), "self": (T, T)}.
@@ -117,7 +117,7 @@ window.attnprimerModels = (function () {
     return { states, final: state };
   }
 
-  // Seq2Seq.forward, greedy, and attnprimer.interventions.reversal_forced: force maps an
+  // Seq2Seq.forward, greedy, and attnprimer.site.explorer.interventions.reversal_forced: force maps an
   // output step to the input position it must read (weight 1 there, 0 elsewhere).
   // tokens (S,) -> logits (T, C) for T = S + 1 steps and, with attention, weights (T, S).
   function reversalForward(model, tokens, { force = {} } = {}) {

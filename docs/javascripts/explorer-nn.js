@@ -150,7 +150,7 @@ window.attnprimerNN = (function () {
   // MultiHeadAttention.forward (attnprimer.multihead): project, split into H heads of
   // Dh = D / H columns (head-major), attend in each, merge, project.
   // query (L, D), key (S, D) -> output (L, D) and weights (H, L, S).
-  // off: the heads (numbered from 0) switched off, as attnprimer.head_ablation.heads_off does
+  // off: the heads (numbered from 0) switched off, as attnprimer.site.experiments.head_ablation.heads_off does
   // it: their columns of the merged context are zeroed before the output projection.
   function multiHeadAttention(query, key, weights, name, heads, mask = null, off = []) {
     const q = linear(query, weights, `${name}.query_proj`); // (L, D)

@@ -13,7 +13,7 @@
 window.attnprimerExplorer = (function () {
   "use strict";
 
-  const FORMAT = 2; // attnprimer.explorer.EXPLORER_FORMAT
+  const FORMAT = 2; // attnprimer.site.explorer.export.EXPLORER_FORMAT
   const DATA_URL = new URL("../assets/explorer/models.json", document.currentScript.src);
   const models = window.attnprimerModels;
   const widgets = {}; // name -> {state(), apply(params), update(), link}

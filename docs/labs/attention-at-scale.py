@@ -14,8 +14,8 @@ import time
 import torch
 from torch.nn import functional as F
 
-from attnprimer import exercises
 from attnprimer.block_mask import BlockMask
+from attnprimer.site import exercises
 from attnprimer.tiled import tiled_attention
 
 # %% [markdown]

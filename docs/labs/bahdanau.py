@@ -11,10 +11,11 @@
 # %config InlineBackend.figure_formats = ["retina"]
 import torch
 
-from attnprimer import AdditiveAttention, exercises
-from attnprimer.figures import plot_task_attention
-from attnprimer.site_models import site_model
-from attnprimer.train import predict_one
+from attnprimer import AdditiveAttention
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import site_model
+from attnprimer.site.figures import plot_task_attention
+from attnprimer.training.train import predict_one
 
 # %% [markdown]
 # ## Exercise: additive attention

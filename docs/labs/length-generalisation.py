@@ -14,11 +14,11 @@
 import torch
 from IPython.display import display
 
-from attnprimer import exercises
-from attnprimer.figures import plot_attention
 from attnprimer.position_schemes import nope_position_signal
-from attnprimer.site_models import site_model
-from attnprimer.train import predict
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import site_model
+from attnprimer.site.figures import plot_attention
+from attnprimer.training.train import predict
 
 # %% [markdown]
 # ## Exercise: the causal average

@@ -13,9 +13,9 @@
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer import exercises
-from attnprimer.site_models import SIGNAL_EXAMPLE, site_model
-from attnprimer.train import predict_one
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import SIGNAL_EXAMPLE, site_model
+from attnprimer.training.train import predict_one
 
 # %% [markdown]
 # ## Exercise: the sinusoidal encoding

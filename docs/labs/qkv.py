@@ -19,10 +19,10 @@ import math
 import torch
 from torch.nn import functional as F
 
-from attnprimer import exercises
-from attnprimer.figures import plot_task_attention
-from attnprimer.site_models import COUNTING_EXAMPLE, site_model
-from attnprimer.train import predict_one
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import COUNTING_EXAMPLE, site_model
+from attnprimer.site.figures import plot_task_attention
+from attnprimer.training.train import predict_one
 
 # %% [markdown]
 # ## Exercise: scaled dot-product attention

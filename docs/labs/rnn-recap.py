@@ -18,10 +18,10 @@
 import torch
 from matplotlib.figure import Figure
 
-from attnprimer.analysis import accuracy_by_length
 from attnprimer.rnn import Seq2Seq
-from attnprimer.site_models import REVERSAL_DECODERS, site_model
-from attnprimer.train import held_out_generator
+from attnprimer.site.catalogue import REVERSAL_DECODERS, site_model
+from attnprimer.site.experiments.length_curves import accuracy_by_length
+from attnprimer.training.train import held_out_generator
 
 # %% [markdown]
 # ## The bottleneck, in shapes

@@ -14,10 +14,11 @@
 import torch
 from torch import nn
 
-from attnprimer import exercises, scaled_dot_product_attention, to_blocked_mask
-from attnprimer.figures import plot_task_attention
-from attnprimer.site_models import DIFFERENCE_EXAMPLE, site_model
-from attnprimer.train import predict_one
+from attnprimer import scaled_dot_product_attention, to_blocked_mask
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import DIFFERENCE_EXAMPLE, site_model
+from attnprimer.site.figures import plot_task_attention
+from attnprimer.training.train import predict_one
 
 # %% [markdown]
 # ## Exercise: a causal mask

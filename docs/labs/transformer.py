@@ -12,10 +12,10 @@
 # %config InlineBackend.figure_formats = ["retina"]
 import torch
 
-from attnprimer import exercises
-from attnprimer.figures import plot_task_attention
-from attnprimer.site_models import REVERSAL_EXAMPLE, site_model
-from attnprimer.train import predict_one
+from attnprimer.site import exercises
+from attnprimer.site.catalogue import REVERSAL_EXAMPLE, site_model
+from attnprimer.site.figures import plot_task_attention
+from attnprimer.training.train import predict_one
 from attnprimer.transformer import EncoderBlock
 
 # %% [markdown]
