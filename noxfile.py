@@ -83,8 +83,8 @@ def tests(session: nox.Session) -> None:
 
 
 NO_SITE_MODEL_TRAINED = """
-from attnprimer.cache import cached_path
-from attnprimer.site_models import SITE_MODELS
+from attnprimer.training.model_cache import cached_path
+from attnprimer.site.catalogue import SITE_MODELS
 trained = [model.label for model in SITE_MODELS if cached_path(model.task, model.config).is_file()]
 if trained:
     raise SystemExit("the tests trained site models (move their tests to tests/claims): "
@@ -156,11 +156,11 @@ def bench(session: nox.Session) -> None:
     at its batch size and at three times it (what batching seeds could gain), and how long each
     of the site's models took to train."""
     install(session)
-    session.run("python", "-m", "attnprimer.cost", *session.posargs)
-    session.run("python", "-m", "attnprimer.cost_at_scale")
-    session.run("python", "-m", "attnprimer.experiments.kv_cache")
+    session.run("python", "-m", "attnprimer.site.bench.attention_cost", *session.posargs)
+    session.run("python", "-m", "attnprimer.site.bench.training_attention_cost")
+    session.run("python", "-m", "attnprimer.site.experiments.kv_cache")
     session.run("python", "-c", SHORT_ROWS)
-    session.run("python", "-m", "attnprimer.training_cost")
+    session.run("python", "-m", "attnprimer.site.bench.training_step_cost")
     session.run("python", "-c", TRAINING_TIMES)
     print(BUDGETS)
 
@@ -179,8 +179,8 @@ for keys in (4, 8, 10, 15, 16, 24, 32):
 
 TRAINING_TIMES = """
 import os
-from attnprimer.cache import get_trained, train_missing
-from attnprimer.site_models import SITE_MODELS
+from attnprimer.training.model_cache import get_trained, train_missing
+from attnprimer.site.catalogue import SITE_MODELS
 train_missing((model.task, model.config) for model in SITE_MODELS)
 totals = {}
 for model in SITE_MODELS:

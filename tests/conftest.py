@@ -64,7 +64,7 @@ def temporary_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tiny():
     """A tiny counting model, trained once for the training, checkpoint and cache tests."""
-    from attnprimer.train import train
+    from attnprimer.training.train import train
     from tiny_models import TINY_CONFIG, TINY_TASK
 
     return train(TINY_TASK, TINY_CONFIG, eval_every=10, eval_samples=100)
@@ -76,7 +76,7 @@ def package_copy(tmp_path, monkeypatch):
     a test edits the copy to see what an edit would retrain or re-render."""
     import shutil
 
-    import attnprimer.fingerprints as fingerprints
+    import attnprimer.training.fingerprints as fingerprints
 
     copy = tmp_path / "attnprimer"
     shutil.copytree(fingerprints.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-import attnprimer.cache as cache_module
-import attnprimer.fingerprints as fingerprints
-from attnprimer.cache import cached_path, cached_result, get_trained, train_missing
-from attnprimer.checkpoints import load_checkpoint
-from attnprimer.files import cache_dir
-from attnprimer.fingerprints import dependencies
-from attnprimer.site_models import SITE_MODELS
+import attnprimer.training.fingerprints as fingerprints
+import attnprimer.training.model_cache as cache_module
+from attnprimer.site.catalogue import SITE_MODELS
 from attnprimer.tasks import CountingTask
-from attnprimer.train import TrainConfig
+from attnprimer.training.checkpoints import load_checkpoint
+from attnprimer.training.files import cache_dir
+from attnprimer.training.fingerprints import dependencies
+from attnprimer.training.model_cache import cached_path, cached_result, get_trained, train_missing
+from attnprimer.training.train import TrainConfig
 from tiny_models import (
     TINY_CONFIG,
     TINY_TASK,
@@ -101,17 +101,18 @@ def test_the_site_has_models_of_every_task():
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
     ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer",
                         "copy-reverse"}),
-    ("train.py", {"counting", "difference", "signal", "reversal",  # the training loop
+    ("training/train.py", {"counting", "difference", "signal", "reversal",  # the training loop
                   "reversal-transformer", "copy-reverse"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained
 
 
-@pytest.mark.parametrize("module", ["cli.py", "analysis.py", "explorer.py", "explorer_exports.py",
-                                    "interventions.py", "exercises.py",
-                                    "report.py", "site_models.py", "figures/qkv.py",
-                                    "figures/plotting.py", "cache.py", "checkpoints.py"])
+@pytest.mark.parametrize("module", [
+    "cli/__init__.py", "site/experiments/difference_model.py", "site/explorer/export.py",
+    "site/explorer/families.py", "site/explorer/interventions.py", "site/exercises/checker.py",
+    "site/report.py", "site/catalogue.py", "site/figures/qkv.py", "site/figures/plotting.py",
+    "training/model_cache.py", "training/checkpoints.py"])
 def test_editing_code_no_model_is_built_from_retrains_nothing(package_copy, module):
     assert _retrained_by(package_copy, _add_code(module)) == set()
 
@@ -130,7 +131,7 @@ def test_editing_an_attribute_docstring_retrains_nothing(package_copy):
     """The docstring after an assignment (``WARMUP = 0.1`` then a string), which the API
     reference publishes: train.py is in every model's key."""
     def edit(root):
-        path = root / "train.py"
+        path = root / "training" / "train.py"
         source = path.read_text(encoding="utf-8")
         assert '"""The share of the steps' in source
         path.write_text(source.replace('"""The share of the steps', '"""Edited. The share', 1),
@@ -345,10 +346,10 @@ def test_a_cached_result_is_computed_again_when_its_code_changes(tiny, monkeypat
 
 
 def test_a_package_experiment_is_keyed_on_its_module(tiny, monkeypatch):
-    from attnprimer.analysis import mean_self_attention
+    from attnprimer.site.experiments.difference_model import mean_self_attention
 
     assert cache_module._code_of(mean_self_attention) == fingerprints.fingerprint(
-        "attnprimer.analysis")
+        "attnprimer.site.experiments.difference_model")
 
 
 def test_a_damaged_cached_result_is_computed_again(tiny, temporary_cache):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnprimer.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from attnprimer.train import held_out_generator
+from attnprimer.training.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from attnprimer.training.train import held_out_generator
 from tiny_models import (
     TINY_CONFIG,
     _empty,

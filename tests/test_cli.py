@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 import torch
 
-import attnprimer.cache as cache_module
+import attnprimer.training.model_cache as cache_module
 from attnprimer import cli
-from attnprimer.cache import cached_path
-from attnprimer.checkpoints import load_checkpoint, save_checkpoint
-from attnprimer.cli import main
-from attnprimer.fingerprints import PARSES_FILE
-from attnprimer.site_models import SiteModel
+from attnprimer.cli import commands, main
+from attnprimer.site.catalogue import SiteModel
 from attnprimer.tasks import TASKS, CountingTask
-from attnprimer.train import TrainConfig, train
+from attnprimer.training.checkpoints import load_checkpoint, save_checkpoint
+from attnprimer.training.fingerprints import PARSES_FILE
+from attnprimer.training.model_cache import cached_path
+from attnprimer.training.train import TrainConfig, train
 
 TINY = ["--steps", "20", "--hidden", "8"]
 # `train` scores the model on 10,000 held-out sequences once trained; decoding that many is most
@@ -426,7 +426,7 @@ def test_figures_renders_the_named_recipes(run, tmp_path):
 
 
 def test_figures_list_names_every_artifact_with_its_chapter(run):
-    from attnprimer.figures import FIGURES
+    from attnprimer.site.figures import FIGURES
 
     code, out, err = run("figures", "--list")
     assert code == 0, err
@@ -436,7 +436,7 @@ def test_figures_list_names_every_artifact_with_its_chapter(run):
 
 
 def test_figures_renders_a_whole_chapter(run, tmp_path, monkeypatch):
-    import attnprimer.figures.registry as registry
+    import attnprimer.site.figures.registry as registry
 
     rendered = []
     monkeypatch.setattr(os, "cpu_count", lambda: 1)  # in this process, where render is patched
@@ -460,9 +460,9 @@ def no_training(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("trained before checking the paths")
 
-    monkeypatch.setattr(cli, "train", refuse)
+    monkeypatch.setattr(commands, "train", refuse)
     monkeypatch.setattr(cache_module, "train", refuse)
-    monkeypatch.setattr(cli, "train_missing", refuse)
+    monkeypatch.setattr(commands, "train_missing", refuse)
 
 
 @pytest.fixture
@@ -623,7 +623,7 @@ def two_site_models(monkeypatch):
     """Stand-ins for the site's models (two tiny ones), for ``train all`` and ``figures``."""
     models = {f"tiny {seed}": SiteModel(TINY_TASK, TrainConfig(steps=5, seed=seed))
               for seed in (0, 1)}
-    monkeypatch.setattr("attnprimer.site_models.SITE_MODELS", tuple(models.values()))
+    monkeypatch.setattr("attnprimer.site.catalogue.SITE_MODELS", tuple(models.values()))
     return {label: (model.task, model.config) for label, model in models.items()}
 
 
@@ -637,7 +637,7 @@ def test_ctrl_c_while_training_the_site_models(run, monkeypatch, tmp_path, cache
         cache_module.get_trained(*specs[0])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "train_missing", train_one_then_interrupt)
+    monkeypatch.setattr(commands, "train_missing", train_one_then_interrupt)
     out_dir = tmp_path / "figures"
     code, out, err = run(*argv, *(["--out", str(out_dir)] if argv == ["figures"] else []))
     assert code == 130
@@ -652,7 +652,7 @@ def test_ctrl_c_while_evaluating(run, monkeypatch, trained):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "evaluate", interrupt)
+    monkeypatch.setattr(commands, "evaluate", interrupt)
     code, out, err = run("eval", "counting", *TINY)
     assert (code, out, err) == (130, "", "attnprimer: interrupted while running eval\n")
 
@@ -768,8 +768,8 @@ def test_test_plot_with_self_attention_draws_both_heatmaps(run, tmp_path):
 
 
 def test_save_heatmap_passes_the_self_attention_on(monkeypatch, tmp_path):
-    import attnprimer.figures as figures
-    from attnprimer.cli import _save_heatmap
+    import attnprimer.site.figures as figures
+    from attnprimer.cli.commands import _save_heatmap
     from attnprimer.tasks import DifferenceTask
 
     received = {}
@@ -935,9 +935,9 @@ def _loaded_torch(pid: int) -> bool:
 TRAIN_ALL_TWO_MODELS = """
 import os, sys
 os.cpu_count = lambda: 2  # two workers, even on a machine with one CPU
-import attnprimer.site_models as site_models
+import attnprimer.site.catalogue as site_models
 from attnprimer.tasks import TASKS, CountingTask
-from attnprimer.train import TrainConfig
+from attnprimer.training.train import TrainConfig
 site_models.SITE_MODELS = tuple(
     site_models.SiteModel(CountingTask(hidden=8), TrainConfig(steps=100_000, seed=seed))
     for seed in (0, 1))
@@ -1036,7 +1036,7 @@ def test_a_transformer_report_gives_each_query_a_row_of_percentages(run):
 
 
 def test_the_plot_of_a_transformer_is_every_head(monkeypatch, tmp_path):
-    from attnprimer import figures
+    from attnprimer.site import figures
 
     drawn = {}
     real = figures.plot_heads

@@ -8,17 +8,17 @@ import sys
 import pytest
 import torch
 
-from attnprimer import cost
-from attnprimer.cost import (
+from attnprimer.dot_product import scaled_dot_product_attention
+from attnprimer.masks import causal_mask
+from attnprimer.site.bench import attention_cost as cost
+from attnprimer.site.bench.attention_cost import (
     IMPLEMENTATIONS,
     SDPA_VARIANTS,
     measure_attention_cost,
     measure_in_fresh_process,
     sdpa_kernel_name,
 )
-from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.experiments.self_attention import cached_sdpa_points
-from attnprimer.masks import causal_mask
+from attnprimer.site.experiments.self_attention import cached_sdpa_points
 
 LINUX = sys.platform.startswith("linux")
 
@@ -33,7 +33,7 @@ def test_the_implementations_compute_the_same_context():
 FRESH_PEAKS = """
 import torch
 from torch.nn import functional as F
-from attnprimer import cost
+from attnprimer.site.bench import attention_cost as cost
 cost.exact_allocator()
 print(cost.peak_memory(lambda: torch.ones(16 * 2**20).sum()))  # 64 MiB
 length = 2048

@@ -14,16 +14,16 @@ from matplotlib.colors import to_hex, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from attnprimer.figures import FIGURES
-from attnprimer.figures.attention_diagrams import (
+from attnprimer.site.figures import FIGURES
+from attnprimer.site.figures.attention_diagrams import (
     plot_counting_model,
     plot_multihead,
     plot_scaled_dot_product,
     plot_signal_model,
 )
-from attnprimer.figures.diagrams import KINDS, arrow, box, canvas, texts
-from attnprimer.figures.plotting import BLUE, GREEN, INK, ORANGE, PURPLE
-from attnprimer.figures.rnn_diagrams import plot_alignment_model, plot_encoder_decoder
+from attnprimer.site.figures.diagrams import KINDS, arrow, box, canvas, texts
+from attnprimer.site.figures.plotting import BLUE, GREEN, INK, ORANGE, PURPLE
+from attnprimer.site.figures.rnn_diagrams import plot_alignment_model, plot_encoder_decoder
 
 DIAGRAMS = {
     "rnn-recap/vanilla_diagram": ["encoder", "decoder", "GRU", "Linear\n+ tanh", "$h_3$",
@@ -52,8 +52,8 @@ DIAGRAMS = {
     "attention-at-scale/tiled_diagram": ["$Q_i$", "$K_j$", "$V_j$", "($B_q$, $B_k$)", "m, s, t",
                                          "mask inside", "$O_i$, $\\ell_i$"],
 }
-MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
-           "attnprimer.figures.scale_diagrams", "attnprimer.figures.position_diagrams"}
+MODULES = {"attnprimer.site.figures.rnn_diagrams", "attnprimer.site.figures.attention_diagrams",
+           "attnprimer.site.figures.scale_diagrams", "attnprimer.site.figures.position_diagrams"}
 LEGEND = {"attention-at-scale/tiled_diagram": "tensor (shape)"}
 """The legend entry a diagram must show, when not the learned layers (it draws none)."""
 

@@ -8,9 +8,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnprimer import exercises
-from attnprimer.exercises import EXERCISES, ExerciseError, check
-from attnprimer.exercises import diagnose as _diagnose
+from attnprimer.positional import sinusoidal_encoding
+from attnprimer.site.exercises import EXERCISES, ExerciseError, check
+from attnprimer.site.exercises import diagnose as _diagnose
+from attnprimer.site.exercises.qkv import reference_attention
 
 NAMES = sorted(EXERCISES)
 
@@ -80,7 +81,7 @@ def test_a_stub_is_reported_as_not_written_yet():
 
 def test_a_wrong_shape_names_the_output_both_shapes_and_the_legend():
     def transposed(query, key, value, mask=None):
-        context, weights = exercises._sdpa(query, key, value, mask)
+        context, weights = reference_attention(query, key, value, mask)
         return context, weights.transpose(-2, -1)
 
     message = diagnose("scaled_dot_product_attention", transposed)
@@ -92,13 +93,13 @@ def test_a_wrong_shape_names_the_output_both_shapes_and_the_legend():
 
 def test_wrong_values_give_the_count_the_worst_entry_and_both_values():
     def off_by_one_entry(length, dim):
-        encoding = exercises.sinusoidal_encoding(length, dim)
+        encoding = sinusoidal_encoding(length, dim)
         if length == 4:
             encoding[2, 3] += 0.5
         return encoding
 
     message = diagnose("sinusoidal_encoding", off_by_one_entry)
-    reference = exercises.sinusoidal_encoding(4, 6)[2, 3].item()
+    reference = sinusoidal_encoding(4, 6)[2, 3].item()
     assert "1 of 24 entries differ from the reference, for length = 4 and dim = 6." in message
     expected = f"at [2, 3]: yours {reference + 0.5:.6g}, reference {reference:.6g} (off by 0.5)"
     assert expected in message
@@ -106,7 +107,7 @@ def test_wrong_values_give_the_count_the_worst_entry_and_both_values():
 
 def test_a_constant_factor_is_pointed_out():
     def doubled(length, dim):
-        return 2 * exercises.sinusoidal_encoding(length, dim)
+        return 2 * sinusoidal_encoding(length, dim)
 
     assert "Every entry is 2 × the reference" in diagnose("sinusoidal_encoding", doubled)
 
@@ -141,7 +142,7 @@ def test_wrong_dtypes_and_types_say_what_was_expected():
         "causal_mask", lambda length: torch.ones(length, length).tril())
     assert "expected torch.float32" in diagnose(
         "sinusoidal_encoding",
-        lambda length, dim: exercises.sinusoidal_encoding(length, dim).double())
+        lambda length, dim: sinusoidal_encoding(length, dim).double())
     assert "should be a torch.Tensor; it is a list" in diagnose(
         "causal_mask", lambda length: [[True]])
     assert "should return a tuple (context, weights); it returned a Tensor" in diagnose(
@@ -183,7 +184,7 @@ def test_a_right_answer_written_differently_passes():
     # PyTorch's fused kernel for the context, our weights: equal within the tolerance.
     def fused(query, key, value, mask=None):
         context = F.scaled_dot_product_attention(query, key, value, mask)
-        return context, exercises._sdpa(query, key, value, mask)[1]
+        return context, reference_attention(query, key, value, mask)[1]
 
     assert repr(check("scaled_dot_product_attention", fused)).startswith("✓")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from attnprimer.exercises import EXERCISES, diagnose
-from attnprimer.exercises_attention_at_scale import ONLINE_STEP, online_step
 from attnprimer.online_softmax import RunningAverage, finish
+from attnprimer.site.exercises import EXERCISES, diagnose
+from attnprimer.site.exercises.attention_at_scale import ONLINE_STEP, online_step
 
 
 def test_registered_for_check_by_name():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from attnprimer.exercises import EXERCISES, diagnose
-from attnprimer.exercises_length_generalisation import CAUSAL_AVERAGE, causal_average
 from attnprimer.position_schemes import nope_position_signal
+from attnprimer.site.exercises import EXERCISES, diagnose
+from attnprimer.site.exercises.length_generalisation import CAUSAL_AVERAGE, causal_average
 
 
 def test_registered_for_check_by_name():

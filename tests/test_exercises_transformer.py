@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.exercises import EXERCISES, ExerciseError, check, diagnose
-from attnprimer.exercises_transformer import DECODER_MASK, ENCODER_BLOCK, decoder_mask
+from attnprimer.site.exercises import EXERCISES, ExerciseError, check, diagnose
+from attnprimer.site.exercises.transformer import DECODER_MASK, ENCODER_BLOCK, decoder_mask
 from attnprimer.transformer import DecoderOnly, EncoderBlock
 
 

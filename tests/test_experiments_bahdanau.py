@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.experiments.bahdanau import (
+from attnprimer.site.experiments.bahdanau import (
     FORCED_OFFSETS,
     first_step_reaching,
     forced_attention,
@@ -16,7 +16,7 @@ from attnprimer.experiments.bahdanau import (
     teacher_forced,
 )
 from attnprimer.tasks import ReversalTask
-from attnprimer.train import TrainConfig, train
+from attnprimer.training.train import TrainConfig, train
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["unidirectional", "bidirectional"])

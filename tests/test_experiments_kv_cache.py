@@ -6,8 +6,8 @@ import json
 
 import torch
 
-from attnprimer.experiments import kv_cache
-from attnprimer.experiments.kv_cache import DecodingPoint, measure_decoding_in_fresh_processes
+from attnprimer.site.experiments import kv_cache
+from attnprimer.site.experiments.kv_cache import DecodingPoint, measure_decoding_in_fresh_processes
 
 
 def test_times_come_from_the_ordinary_allocator_and_memory_from_the_exact_one(monkeypatch):
@@ -23,7 +23,7 @@ def test_times_come_from_the_ordinary_allocator_and_memory_from_the_exact_one(mo
     monkeypatch.setattr(kv_cache, "run_fresh", fake_run_fresh)
     points = measure_decoding_in_fresh_processes(8, [4], dim=16, heads=2, layers=1, repeats=1)
     assert points == [DecodingPoint(True, 4, 1.0, 20, 200), DecodingPoint(False, 4, 3.0, 0, 400)]
-    assert [module for _, module in calls] == ["attnprimer.experiments.kv_cache"] * 2
+    assert [module for _, module in calls] == ["attnprimer.site.experiments.kv_cache"] * 2
     timed, held = (arguments for arguments, _ in calls)
     assert "--exact-allocator" not in timed and held == [*timed, "--exact-allocator"]
     assert timed[timed.index("--classes") + 1] == "8" and timed[-1] == "4"

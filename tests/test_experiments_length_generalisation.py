@@ -6,15 +6,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attnprimer.experiments.length_generalisation import (
+from attnprimer.models import ModelOutput
+from attnprimer.site.experiments.length_generalisation import (
     exact_match,
     first_errors,
     source_attention,
     source_columns,
 )
-from attnprimer.models import ModelOutput
 from attnprimer.tasks import CopyReverseTask
-from attnprimer.train import TrainConfig, TrainedModel, train
+from attnprimer.training.train import TrainConfig, TrainedModel, train
 
 
 class _Writes(nn.Module):

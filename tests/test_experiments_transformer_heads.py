@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.experiments.transformer_heads import (
+from attnprimer.models import ModelOutput
+from attnprimer.site.experiments.transformer_heads import (
     PATTERNS,
     copy_groups,
     head_ablation,
     head_patterns,
 )
-from attnprimer.models import ModelOutput
 from attnprimer.tasks import ReversalTransformerTask
-from attnprimer.train import TrainConfig, predict_one, train
+from attnprimer.training.train import TrainConfig, predict_one, train
 
 
 def _tiny(architecture: str, steps: int = 2):

@@ -7,16 +7,16 @@ import copy
 import pytest
 import torch
 
-from attnprimer.experiments.transformer_positions import (
+from attnprimer.positional import sinusoidal_encoding
+from attnprimer.site.experiments.transformer_positions import (
     moved_positions,
     position_scores,
     shift,
     sinusoid_at,
     squeeze,
 )
-from attnprimer.positional import sinusoidal_encoding
 from attnprimer.tasks import ReversalTransformerTask
-from attnprimer.train import TrainConfig, train
+from attnprimer.training.train import TrainConfig, train
 from attnprimer.transformer import DecoderOnly, Transformer
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.explorer import (
+from attnprimer.site.explorer.export import (
     decode_array,
     encode_array,
     export_reversal,
@@ -31,7 +31,7 @@ def test_encode_array_is_exact_and_little_endian():
 def test_settings_the_script_cannot_run_are_refused():
     from attnprimer.tasks import ReversalTask
     from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
-    from attnprimer.train import TrainConfig, train
+    from attnprimer.training.train import TrainConfig, train
 
     for task in (ReversalTask(hidden=4, bidirectional=True), ReversalTask(hidden=4, score="dot")):
         with pytest.raises(ValueError, match="one-way encoders and the additive score"):

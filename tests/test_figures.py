@@ -10,6 +10,7 @@ import ast
 import os
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,9 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-import attnprimer.figures.registry as registry_module
-from attnprimer.analysis import own_letter_mass
-from attnprimer.experiments.qkv import kernel_regression_toy, score_saturation
-from attnprimer.figures import (
+import attnprimer.site.figures.registry as registry_module
+from attnprimer.site.experiments.qkv import kernel_regression_toy, own_letter_mass, score_saturation
+from attnprimer.site.figures import (
     FIGURES,
     Recipe,
     plot_attention,
@@ -34,10 +34,10 @@ from attnprimer.figures import (
     render_all,
     save_figure,
 )
-from attnprimer.figures.registry import recipe, render
-from attnprimer.fingerprints import fingerprint
+from attnprimer.site.figures.recipes import chapter_of, collect, recipe, render
 from attnprimer.tasks import CountingTask
-from attnprimer.train import TrainConfig, TrainedModel, held_out_generator
+from attnprimer.training.fingerprints import fingerprint
+from attnprimer.training.train import TrainConfig, TrainedModel, held_out_generator
 
 
 def softmax_rows(rows: int, cols: int, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
@@ -329,40 +329,59 @@ def test_registry_keys_are_chapter_slash_name():
         assert re.fullmatch(r"[a-z0-9_]+", entry.name), entry.key
 
 
-DIAGRAM_MODULES = {"attnprimer.figures.rnn_diagrams", "attnprimer.figures.attention_diagrams",
-                   "attnprimer.figures.scale_diagrams", "attnprimer.figures.position_diagrams"}
-SECTION_MODULES = {"attnprimer.figures.transformer_lengths": "transformer",
-                   "attnprimer.figures.transformer_training": "transformer",
-                   "attnprimer.figures.kv_cache": "attention-at-scale"}
+DIAGRAM_MODULES = {f"attnprimer.site.figures.{name}" for name in (
+    "rnn_diagrams", "attention_diagrams", "scale_diagrams", "position_diagrams")}
+SECTION_MODULES = {"attnprimer.site.figures.transformer_lengths": "transformer",
+                   "attnprimer.site.figures.transformer_training": "transformer",
+                   "attnprimer.site.figures.kv_cache": "attention-at-scale"}
 """Figure modules of one section of a chapter, each filed under that chapter."""
 
 
 def test_every_chapter_has_a_figure_module_named_by_its_slug():
     modules = {entry.module for entry in FIGURES.values()}
     assert {entry.chapter for entry in FIGURES.values()} == set(PAGES)
-    assert modules == {f"attnprimer.figures.{slug.replace('-', '_')}" for slug in PAGES} | \
+    assert modules == {f"attnprimer.site.figures.{slug.replace('-', '_')}" for slug in PAGES} | \
         DIAGRAM_MODULES | set(SECTION_MODULES)
     for entry in FIGURES.values():  # a chapter module files its recipes under its own slug
         if entry.module in SECTION_MODULES:
             assert entry.chapter == SECTION_MODULES[entry.module], entry.key
         elif entry.module not in DIAGRAM_MODULES:
-            assert entry.chapter == registry_module.chapter_of(entry.module), entry.key
+            assert entry.chapter == chapter_of(entry.module), entry.key
 
 
-def test_a_recipe_may_name_its_chapter(monkeypatch):
-    registry = {}
-    monkeypatch.setattr(registry_module, "FIGURES", registry)
-
+def test_a_recipe_may_name_its_chapter():
     def build() -> str:
         return "text"
 
-    build.__module__ = "attnprimer.figures.rnn_diagrams"
-    recipe("by_default", "filed under its module's slug")(build)
-    recipe("named", "filed under the chapter it names", chapter="bahdanau")(build)
-    assert registry["rnn-diagrams/by_default"].chapter == "rnn-diagrams"
-    assert registry["bahdanau/named"].module == "attnprimer.figures.rnn_diagrams"
+    def other() -> str:
+        return "text"
+
+    build.__module__ = other.__module__ = "attnprimer.site.figures.rnn_diagrams"
+    assert recipe("by_default", "filed under its module's slug")(build) is build
+    assert build.recipe.key == "rnn-diagrams/by_default"
+    recipe("named", "filed under the chapter it names", chapter="bahdanau")(other)
+    assert other.recipe.key == "bahdanau/named"
+    assert other.recipe.module == "attnprimer.site.figures.rnn_diagrams"
     with pytest.raises(ValueError, match="slug"):
         recipe("bad", "not a slug", chapter="Bahdanau attention")
+
+
+def test_collect_takes_a_modules_own_recipes_in_order_and_refuses_a_name_twice():
+    module = types.ModuleType("attnprimer.site.figures.made_up")
+
+    def first() -> str:
+        return "1"
+
+    def second() -> str:
+        return "2"
+
+    for function, name in ((first, "b"), (second, "a")):
+        function.__module__ = module.__name__
+        setattr(module, function.__name__, recipe(name, "a text")(function))
+    module.borrowed = FIGURES["qkv/score_table"].build  # imported from another module
+    assert list(collect([module])) == ["made-up/b", "made-up/a"]
+    with pytest.raises(ValueError, match="twice"):
+        collect([module, module])
 
 
 def test_every_artifact_name_is_written_literally_in_its_module():
@@ -404,25 +423,11 @@ def test_every_recipe_has_a_description():
         assert callable(entry.build)
 
 
-def test_registering_a_name_twice_is_refused(monkeypatch):
-    registry = dict(FIGURES)
-    monkeypatch.setattr(registry_module, "FIGURES", registry)
-    taken = FIGURES["qkv/score_table"]
-
-    def score_table() -> str:
-        return "text"
-
-    score_table.__module__ = taken.module
-    with pytest.raises(ValueError, match="twice"):
-        recipe(taken.name, "a second recipe of the same name")(score_table)
-    assert registry[taken.key] is taken
-
-
 def test_render_writes_svg_for_figures_and_md_for_text(tmp_path):
     figure_recipe = Recipe("qkv", "attention_test", _attention_figure, "a heatmap",
-                           "attnprimer.figures.qkv")
+                           "attnprimer.site.figures.qkv")
     text_recipe = Recipe("qkv", "table_test", lambda: "| a |\n|---|\n| 1 |\n", "a table",
-                         "attnprimer.figures.qkv")
+                         "attnprimer.site.figures.qkv")
     svg = render(figure_recipe, tmp_path / "out")
     md = render(text_recipe, tmp_path / "out")
     assert svg == tmp_path / "out" / "qkv" / "attention_test.svg"
@@ -443,7 +448,7 @@ def test_render_all_keeps_fresh_artifacts_unless_forced(tmp_path, monkeypatch):
         return f"build {len(builds)}\n"
 
     registry = {"qkv/table_test": Recipe("qkv", "table_test", build, "a table",
-                                         "attnprimer.figures.qkv")}
+                                         "attnprimer.site.figures.qkv")}
     monkeypatch.setattr(registry_module, "FIGURES", registry)
     out = tmp_path / "out"
     written = out / "qkv" / "table_test.md"
@@ -469,7 +474,7 @@ def test_render_all_returns_a_figure_and_its_dark_twin_and_rebuilds_a_missing_tw
         return _attention_figure()
 
     registry = {"qkv/figure_test": Recipe("qkv", "figure_test", build, "a figure",
-                                          "attnprimer.figures.qkv")}
+                                          "attnprimer.site.figures.qkv")}
     monkeypatch.setattr(registry_module, "FIGURES", registry)
     out = tmp_path / "out"
     light, dark = out / "qkv" / "figure_test.svg", out / "qkv" / "figure_test.dark.svg"
@@ -493,7 +498,7 @@ def _stamps() -> dict[str, str]:
                                              ("bahdanau.py", "bahdanau")])
 def test_editing_a_chapter_module_rerenders_that_chapter_only(package_copy, module, chapter):
     before = _stamps()
-    path = package_copy / "figures" / module
+    path = package_copy / "site" / "figures" / module
     path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
     after = _stamps()
     assert {FIGURES[key].chapter for key in FIGURES if after[key] != before[key]} == {chapter}
@@ -505,7 +510,7 @@ def test_editing_a_chapter_module_rerenders_that_chapter_only(package_copy, modu
                                            ("theme.py", list(PAGES))])
 def test_editing_a_shared_helper_rerenders_every_page_that_uses_it(package_copy, module, pages):
     before = _stamps()
-    path = package_copy / "figures" / module
+    path = package_copy / "site" / "figures" / module
     path.write_text(path.read_text(encoding="utf-8") + "\n_EDITED = 1\n", encoding="utf-8")
     after = _stamps()
     assert {FIGURES[key].chapter for key in FIGURES if after[key] != before[key]} == set(pages)
@@ -559,7 +564,7 @@ def test_plot_task_attention_with_self_attention_draws_two_panels_on_one_scale()
 
 
 def test_plot_accuracy_curves_shows_mean_and_range_per_variant():
-    from attnprimer.figures import plot_accuracy_curves
+    from attnprimer.site.figures import plot_accuracy_curves
 
     runs = [{"held_out_step": [100, 200, 300], "held_out_exact_match": values}
             for values in ([0.2, 0.5, 0.9], [0.4, 0.7, 1.0])]
@@ -574,7 +579,7 @@ def test_plot_accuracy_curves_shows_mean_and_range_per_variant():
 
 
 def test_plot_difference_profile_has_a_line_per_step_and_seed():
-    from attnprimer.figures import plot_difference_profile
+    from attnprimer.site.figures import plot_difference_profile
 
     rows = softmax_rows(3, 4)
     figure = plot_difference_profile([([-1, 0, 1], rows), ([-1, 0, 1], rows)],
@@ -587,7 +592,7 @@ def test_plot_difference_profile_has_a_line_per_step_and_seed():
 
 
 def test_plot_attention_grid_hides_unused_panels():
-    from attnprimer.figures import plot_attention_grid
+    from attnprimer.site.figures import plot_attention_grid
 
     figure = plot_attention_grid({f"m{i}": torch.eye(3) for i in range(4)}, ["x", "y", "z"],
                                  columns=3)
@@ -599,7 +604,7 @@ def test_plot_attention_grid_hides_unused_panels():
 
 
 def test_plot_attention_patterns_rows_sum_to_one_and_masks_hold():
-    from attnprimer.figures import plot_attention_patterns
+    from attnprimer.site.figures import plot_attention_patterns
 
     figure = plot_attention_patterns(length=8, window=2, padding=3)
     assert_labelled(figure)
@@ -617,7 +622,7 @@ def test_plot_attention_patterns_rows_sum_to_one_and_masks_hold():
 
 
 def test_plot_causal_demo_leaves_the_past_untouched_only_with_the_mask():
-    from attnprimer.figures import plot_causal_demo
+    from attnprimer.site.figures import plot_causal_demo
 
     figure = plot_causal_demo(length=10, changed_from=6)
     assert_labelled(figure)
@@ -631,8 +636,8 @@ def test_plot_causal_demo_leaves_the_past_untouched_only_with_the_mask():
 
 
 def test_plot_attention_cost_reports_measured_slopes():
-    from attnprimer.cost import CostPoint
-    from attnprimer.figures import plot_attention_cost
+    from attnprimer.site.bench.attention_cost import CostPoint
+    from attnprimer.site.figures import plot_attention_cost
 
     points = [CostPoint("quadratic", length, 1e-6 * length**2, 8 * length**2)
               for length in (64, 128, 256)]
@@ -648,8 +653,8 @@ def test_plot_attention_cost_reports_measured_slopes():
 
 
 def test_plot_attention_cost_leaves_out_unmeasured_memory():
-    from attnprimer.cost import CostPoint
-    from attnprimer.figures import plot_attention_cost
+    from attnprimer.site.bench.attention_cost import CostPoint
+    from attnprimer.site.figures import plot_attention_cost
 
     points = [CostPoint("a", length, 1e-3 * length, None) for length in (8, 16, 32)]
     figure = plot_attention_cost(points)
@@ -681,7 +686,7 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
             order.append((name, os.getpid()))
             return f"{name}\n"
 
-        return Recipe(chapter, name, build, "a table", f"attnprimer.figures.{chapter}", alone)
+        return Recipe(chapter, name, build, "a table", f"attnprimer.site.figures.{chapter}", alone)
 
     registry = {recipe.key: recipe for recipe in (entry("qkv", "first"), entry("qkv", "measured",
                                                   alone=True), entry("qkv", "last"))}
@@ -698,7 +703,7 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
 
 
 def test_positional_encoding_plots_label_their_axes():
-    from attnprimer.figures.positional_encoding import (
+    from attnprimer.site.figures.positional_encoding import (
         plot_learned_norms,
         plot_rotary_scores,
         plot_score_biases,

@@ -9,16 +9,16 @@ import sys
 from pathlib import Path
 
 import attnprimer
-from attnprimer.figures.registry import dark_twin
-from attnprimer.fingerprints import current_outputs, record_outputs
+from attnprimer.site.figures.registry import dark_twin
+from attnprimer.training.fingerprints import current_outputs, record_outputs
 from docs_hooks import load_hook
 
 ROOT = Path(__file__).parents[1]
 
 
 def test_the_modules_a_warm_docs_build_imports_do_not_import_torch():
-    code = ("import sys, attnprimer, attnprimer.fingerprints, attnprimer.files, "
-            "attnprimer.snippets; attnprimer.fingerprints.package_fingerprint(); "
+    code = ("import sys, attnprimer, attnprimer.training.fingerprints, attnprimer.training.files, "
+            "attnprimer.site.code_views; attnprimer.training.fingerprints.package_fingerprint(); "
             "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
@@ -88,8 +88,8 @@ def test_the_figures_hook_trains_and_renders_in_a_fresh_process(monkeypatch, tmp
     """mkdocs serve rebuilds in one process, which keeps the package modules an earlier build
     imported: the hook hands training and rendering to one spawned process, which imports the
     code as it is now, and stamps what that process reports."""
-    from attnprimer import workers
-    from attnprimer.figures.registry import SiteBuild, render_site
+    from attnprimer.site.figures.registry import SiteBuild, render_site
+    from attnprimer.training import workers
 
     calls = []
     built = SiteBuild(["counting seed=0"], 1.0, [tmp_path / "model.pt"], [tmp_path / "a.svg"])
@@ -114,8 +114,8 @@ def test_the_explorer_hook_exports_in_a_fresh_process_and_then_only_when_stale(m
     spawning anything."""
     from types import SimpleNamespace
 
-    from attnprimer import workers
-    from attnprimer.explorer import export_site
+    from attnprimer.site.explorer.export import export_site
+    from attnprimer.training import workers
 
     model = tmp_path / "model.pt"
     model.write_text("weights")
@@ -148,8 +148,8 @@ def test_the_explorer_hook_exports_in_a_fresh_process_and_then_only_when_stale(m
 
 
 def test_the_explorer_export_names_the_checkpoint_of_every_model_it_runs(monkeypatch, tmp_path):
-    from attnprimer import explorer
-    from attnprimer.cache import cached_path
+    from attnprimer.site.explorer import export as explorer
+    from attnprimer.training.model_cache import cached_path
 
     written = []
     monkeypatch.setattr(explorer, "write_explorer_data", lambda path: written.append(path) or True)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from attnprimer.dot_product import scaled_dot_product_attention
-from attnprimer.head_ablation import attention_layer, head_names, heads_off
 from attnprimer.multihead import merge_heads, split_heads
+from attnprimer.site.experiments.head_ablation import attention_layer, head_names, heads_off
 from attnprimer.transformer import DecoderOnly, Transformer
 
 INPUTS = torch.tensor([[1, 2, 3, 4], [4, 3, 0, 0]])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.interventions import difference_intervened, reversal_forced
+from attnprimer.site.explorer.interventions import difference_intervened, reversal_forced
 from attnprimer.tasks import DifferenceTask, ReversalTask
 
 

@@ -19,7 +19,7 @@ import jupytext
 import nbformat
 import pytest
 
-from attnprimer.exercises import EXERCISES, ExerciseError, check
+from attnprimer.site.exercises import EXERCISES, ExerciseError, check
 from docs_hooks import load_hook
 
 ROOT = Path(__file__).parents[1]

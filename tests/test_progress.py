@@ -7,9 +7,14 @@ import json
 
 import pytest
 
-from attnprimer.cache import cached_path, train_missing
-from attnprimer.progress import TrainingProgress, describe, estimated_seconds, recorded_times
-from attnprimer.train import TrainConfig
+from attnprimer.training.model_cache import cached_path, train_missing
+from attnprimer.training.progress import (
+    TrainingProgress,
+    describe,
+    estimated_seconds,
+    recorded_times,
+)
+from attnprimer.training.train import TrainConfig
 from tiny_models import TINY_CONFIG, TINY_TASK
 
 pytestmark = pytest.mark.usefixtures("temporary_cache")

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnprimer.report import attended_mainly, attention_report
+from attnprimer.site.report import attended_mainly, attention_report
 from attnprimer.tasks import CountingTask
 
 # --- attended_mainly ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.site_models import (
+from attnprimer.site.catalogue import (
     DIFFERENCE_VARIANTS,
     ORIGINAL_COUNTING_RECIPE,
     REVERSAL_DECODERS,
@@ -20,7 +20,7 @@ from attnprimer.site_models import (
     site_seeds,
 )
 from attnprimer.tasks import CountingTask, SignalTask
-from attnprimer.train import TrainConfig
+from attnprimer.training.train import TrainConfig
 
 
 def test_the_catalogue_has_no_duplicates_and_distinct_labels():
@@ -96,7 +96,8 @@ def test_a_label_names_what_differs_from_the_defaults():
 def test_the_catalogue_imports_no_plotting_library():
     # The explorer export, the CLI and the labs' lookups read it; none of them should pay for
     # (or depend on) matplotlib.
-    code = ("import sys, attnprimer.site_models, attnprimer.explorer, attnprimer.cli; "
+    code = ("import sys, attnprimer.site.catalogue, attnprimer.site.explorer.export, "
+            "attnprimer.cli; "
             "print('matplotlib' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)

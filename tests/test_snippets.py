@@ -1,4 +1,4 @@
-"""Tests for attnprimer.snippets: the teaching view of the code that chapters show."""
+"""Tests for attnprimer.site.code_views: the teaching view of the code that chapters show."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnprimer.snippets import (
+from attnprimer.site.code_views import (
     PACKAGE,
     code_block,
     section_objects,

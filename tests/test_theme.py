@@ -8,9 +8,15 @@ from matplotlib.colors import to_hex, to_rgb, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from attnprimer.figures import plot_attention, save_figure
-from attnprimer.figures.plotting import BLUE, GREEN, GREY, ORANGE
-from attnprimer.figures.theme import DARK_BACKGROUND, DARK_INK, DARK_TWINS, dark_colour, to_dark
+from attnprimer.site.figures import plot_attention, save_figure
+from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, ORANGE
+from attnprimer.site.figures.theme import (
+    DARK_BACKGROUND,
+    DARK_INK,
+    DARK_TWINS,
+    dark_colour,
+    to_dark,
+)
 
 SERIES = (BLUE, ORANGE, GREEN, GREY, "#CC79A7", "#56B4E9")
 """Every colour the plots give a series (plotting.py's palette and the two extra ones)."""

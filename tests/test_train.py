@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnprimer.tasks import CountingTask
-from attnprimer.train import (
+from attnprimer.training.train import (
     HELD_OUT_SEED,
     SCHEDULES,
     WARMUP,

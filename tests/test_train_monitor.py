@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from attnprimer.site_models import site_model
+from attnprimer.site.catalogue import site_model
 from attnprimer.tasks import CountingTask
-from attnprimer.train import _correct, _exact_match, held_out_generator
+from attnprimer.training.train import _correct, _exact_match, held_out_generator
 
 
 def _greedy_exact_match(task, model, batch) -> float:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer import training_cost
-from attnprimer.site_models import SITE_MODELS, site_model
-from attnprimer.training_cost import StepCost, architectures, step_seconds
+from attnprimer.site.bench import training_step_cost as training_cost
+from attnprimer.site.bench.training_step_cost import StepCost, architectures, step_seconds
+from attnprimer.site.catalogue import SITE_MODELS, site_model
 
 
 def test_every_task_the_site_trains_is_measured_once_per_kind():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from attnprimer.checkpoints import save_checkpoint
 from attnprimer.tasks import CountingTask
-from attnprimer.train import TrainConfig
+from attnprimer.training.checkpoints import save_checkpoint
+from attnprimer.training.train import TrainConfig
 
 TINY_TASK = CountingTask(hidden=8)
 TINY_CONFIG = TrainConfig(steps=30, seed=0)

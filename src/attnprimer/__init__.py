@@ -1,6 +1,17 @@
 """attnprimer: an executable primer on attention in deep learning.
 
-The public names, by chapter:
+The package in three layers, each importing only the ones above it (a test checks it):
+
+    attnprimer/            the mechanisms the chapters teach, one concept a file (masks,
+      tasks/, models/      attention, additive, rnn, multihead, transformer, ...); the toy
+                           tasks and their models, built from those mechanisms
+    attnprimer/training/   the training loop, checkpoints, the model cache and its keys
+    attnprimer/site/       what builds the site: the catalogue of trained models, experiments,
+                           figures, exercises, the explorer's export, measurements
+    attnprimer/cli/        the ``attnprimer`` command, which may use all three
+
+Open a mechanism module beside its chapter: its docstring names the chapter. The public names
+of the mechanisms, by chapter:
 
 * masks ([`attnprimer.masks`][attnprimer.masks]): [`causal_mask`][attnprimer.masks.causal_mask],
   [`padding_mask`][attnprimer.masks.padding_mask],
@@ -48,7 +59,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 # The public names, by the module that defines them. They load on first use (PEP 562), so
-# that importing one module of the package, such as ``attnprimer.fingerprints``, does not
+# that importing one module of the package, such as ``attnprimer.training.fingerprints``, does not
 # import torch: the docs build reads the fingerprints on a rebuild where nothing changed.
 _PUBLIC = {
     "attnprimer.additive": ["AdditiveAttention", "AdditiveScore", "additive_scores"],

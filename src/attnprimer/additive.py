@@ -1,5 +1,8 @@
 """Additive (Bahdanau) attention.
 
+Taught in the chapters "Bahdanau attention" (``docs/chapters/bahdanau.md``) and "Queries, keys
+and values" (``docs/chapters/qkv.md``).
+
 Bahdanau, Cho and Bengio (2015, "Neural machine translation by jointly
 learning to align and translate") score a decoder state ``q`` against an
 encoder state ``k`` with a one-hidden-layer network, the *alignment model*:

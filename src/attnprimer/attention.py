@@ -1,5 +1,7 @@
 """From scores to context: the part every attention mechanism shares.
 
+Taught in the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
+
 Whatever scores the queries against the keys (a dot product, a learned
 bilinear form, a small network), attention then does the same two things:
 

@@ -1,5 +1,7 @@
 """Masks described by a rule, decided one block of (query, key) pairs at a time.
 
+Taught in the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
+
 Tiled attention ([`attnprimer.tiled`][attnprimer.tiled]) never builds the L x S mask of
 [`attnprimer.masks`][attnprimer.masks]: it asks, per block of queries ``[q0, q1)`` and keys
 ``[k0, k1)``, one of three questions of a rule. Is every pair of the block removed? Then the

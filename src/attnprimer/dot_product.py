@@ -1,5 +1,8 @@
 """Dot-product scores and scaled dot-product attention.
 
+Taught in the chapters "Queries, keys and values" (``docs/chapters/qkv.md``) and "Self-
+attention" (``docs/chapters/self-attention.md``).
+
 A query asks a question, each key advertises what its position holds, and the
 dot product ``q . k`` measures how well they match. Stacking the queries in Q
 (L, Dk) and the keys in K (S, Dk) scores every pair at once, ``Q K^T`` (L, S).

@@ -1,5 +1,7 @@
 """Grouped-query attention: fewer key/value heads than query heads.
 
+Taught in the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
+
 A [key/value cache][attnprimer.kv_cache] holds, per layer and per position, one key and one
 value of size Dh for every head: 2 x H x Dh numbers, as many as the model dimension twice.
 During decoding that cache, not the weights, is what grows with the sequence and the batch.

@@ -1,5 +1,7 @@
 """Nadaraya–Watson kernel regression: attention pooling before neural networks.
 
+Taught in the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
+
 Given samples ``(x_j, y_j)`` of an unknown function, Nadaraya (1964, "On estimating
 regression") and Watson (1964, "Smooth regression analysis") estimate its value at a new
 point ``x`` as a weighted average of the ``y_j``, weighted by a kernel ``K`` of how close each

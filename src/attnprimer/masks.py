@@ -1,5 +1,8 @@
 """Boolean attention masks.
 
+Taught in the chapters "Self-attention" (``docs/chapters/self-attention.md``) and "Queries, keys
+and values" (``docs/chapters/qkv.md``).
+
 Convention, used everywhere in attnprimer: a mask is a boolean tensor that
 broadcasts to the attention scores, shape (..., L, S), and **True means "this
 query may attend to this key"**. It is the convention of

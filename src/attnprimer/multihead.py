@@ -1,5 +1,7 @@
 """Multi-head attention.
 
+Taught in the chapter "Self-attention" (``docs/chapters/self-attention.md``).
+
 One attention head produces one weighted average per query, so it can follow
 only one notion of relevance at a time. Multi-head attention (Vaswani et al.,
 2017, section 3.2.2) runs H heads side by side: the model dimension D is cut

@@ -1,5 +1,7 @@
 """The online softmax: one pass over the keys, block by block.
 
+Taught in the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
+
 The stable softmax ([`attnprimer.softmax`][attnprimer.softmax]) reads a row of scores three
 times: once for its maximum ``m``, once for the sum ``s = sum_k exp(x_k - m)`` (which needs
 ``m``), once more to divide. Its statistics need not come from the whole row at once. Two

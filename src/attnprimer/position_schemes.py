@@ -1,5 +1,7 @@
 """Five ways for a decoder-only Transformer to know where its tokens are.
 
+Taught in the chapter "Train short, test long" (``docs/chapters/length-generalisation.md``).
+
 The length-generalisation chapter trains one model,
 [`SchemeDecoder`][attnprimer.position_schemes.SchemeDecoder],
 five times, changing only how position reaches attention (Kazemnejad et al., 2023, compared the

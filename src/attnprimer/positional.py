@@ -1,5 +1,7 @@
 r"""Position information for attention: sinusoidal, learned and rotary encodings.
 
+Taught in the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
+
 Attention compares contents. Shuffle the positions of a sequence and
 self-attention's outputs are shuffled the same way and otherwise unchanged
 (it is *permutation-equivariant*), and a weighted average over all positions,

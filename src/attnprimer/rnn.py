@@ -1,5 +1,8 @@
 """Recurrent encoder-decoders: vanilla, peeky, and with attention.
 
+Taught in the chapters "RNN recap" (``docs/chapters/rnn-recap.md``) and "Bahdanau attention"
+(``docs/chapters/bahdanau.md``).
+
 An RNN reads a sequence one step at a time and keeps a hidden state, a
 fixed-size summary of everything it has read so far. An *encoder-decoder*
 (Sutskever et al., 2014; Cho et al., 2014) uses one RNN to read the input and a

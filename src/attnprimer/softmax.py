@@ -1,5 +1,7 @@
 """The numerically stable softmax and log-sum-exp.
 
+Taught in the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
+
 The softmax of a row of scores ``x`` is ``exp(x_j) / sum_k exp(x_k)``. Computed as written, it
 fails on ordinary inputs: in float32, ``exp`` overflows to ``inf`` above about 88.7, and
 ``inf / inf`` is ``NaN``; far below zero every ``exp`` underflows to 0, and ``0 / 0`` is

@@ -1,5 +1,7 @@
 """Tiled attention: exact attention in blocks, with memory linear in the length.
 
+Taught in the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
+
 [`scaled_dot_product_attention`][attnprimer.dot_product.scaled_dot_product_attention] builds
 the L x S weights; training keeps them (the softmax's output) for the backward pass. The tiled
 pass of FlashAttention (Dao et al. 2022, "FlashAttention: fast and memory-efficient exact

@@ -17,9 +17,9 @@ def site_models():
     Missing models train in parallel (one per CPU), exactly as the docs build trains them, so
     the claims tests check the very models the pages show.
     """
-    from attnprimer.cache import train_missing
-    from attnprimer.site_models import SITE_MODELS, SiteModel
-    from attnprimer.train import TrainedModel
+    from attnprimer.site.catalogue import SITE_MODELS, SiteModel
+    from attnprimer.training.model_cache import train_missing
+    from attnprimer.training.train import TrainedModel
 
     train_missing((model.task, model.config) for model in SITE_MODELS)
     loaded: dict[SiteModel, TrainedModel] = {}

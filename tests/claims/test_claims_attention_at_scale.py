@@ -15,18 +15,23 @@ import torch
 from torch.nn import functional as F
 
 from attnprimer.block_mask import BlockMask
-from attnprimer.cost import sdpa_kernel_name
-from attnprimer.cost_at_scale import LENGTHS, LOCAL_LENGTHS, SETTINGS
-from attnprimer.experiments.attention_at_scale import block_counts, cached_training_cost, of, slope
-from attnprimer.figures.attention_at_scale import (
+from attnprimer.masks import local_mask
+from attnprimer.online_softmax import online_steps
+from attnprimer.site.bench.attention_cost import sdpa_kernel_name
+from attnprimer.site.bench.training_attention_cost import LENGTHS, LOCAL_LENGTHS, SETTINGS
+from attnprimer.site.experiments.attention_at_scale import (
+    block_counts,
+    cached_training_cost,
+    of,
+    slope,
+)
+from attnprimer.site.figures.attention_at_scale import (
     BLOCK_EXAMPLE,
     BLOCK_MASKS,
     WALK_BLOCK,
     WALK_SCORES,
     WALK_VALUES,
 )
-from attnprimer.masks import local_mask
-from attnprimer.online_softmax import online_steps
 from attnprimer.tiled import tiled_attention
 
 MiB = 2**20

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.bahdanau import (
+from attnprimer.site.catalogue import REVERSAL_EXAMPLE, site_seeds
+from attnprimer.site.experiments.bahdanau import (
     alignment_by_length,
     first_step_reaching,
     forced_attention,
@@ -19,11 +19,11 @@ from attnprimer.experiments.bahdanau import (
     split_rows,
     state_probes,
 )
-from attnprimer.figures import FIGURES
-from attnprimer.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
-from attnprimer.figures.diagrams import texts
-from attnprimer.site_models import REVERSAL_EXAMPLE, site_seeds
-from attnprimer.train import held_out_generator, predict_one
+from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
+from attnprimer.site.figures import FIGURES
+from attnprimer.site.figures.bahdanau import ATTENTION, BIDIRECTIONAL, MODELS
+from attnprimer.site.figures.diagrams import texts
+from attnprimer.training.train import held_out_generator, predict_one
 
 TRAINED = list(range(1, 11))
 BEYOND = list(range(11, 21))
@@ -140,8 +140,8 @@ def test_on_medium_lengths_the_one_vector_models_are_ahead_on_average(by_length)
 def test_three_times_the_budget_takes_the_vanilla_decoder_to_the_additive_models_level(by_length):
     # "it then reached, on the trained lengths, about what the additive model reaches here in
     # 1,200 steps, at ten letters included": the RNN recap's vanilla decoder at 3,600 steps
-    from attnprimer.experiments.rnn_recap import bottleneck_curves
-    from attnprimer.site_models import VANILLA_BOTTLENECK_STEPS
+    from attnprimer.site.catalogue import VANILLA_BOTTLENECK_STEPS
+    from attnprimer.site.experiments.rnn_recap import bottleneck_curves
 
     longer = bottleneck_curves().array(f"64 floats, {VANILLA_BOTTLENECK_STEPS:,} steps")
     additive = by_length["attention (additive)"]

@@ -13,9 +13,10 @@ import os
 import pytest
 import torch
 
-from attnprimer import explorer_exports
-from attnprimer.cache import cached_evaluation
-from attnprimer.explorer import (
+from attnprimer.positional import POSITIONAL_ENCODINGS, SinusoidalEncoding, apply_rotary
+from attnprimer.site.catalogue import SIGNAL_EXAMPLE
+from attnprimer.site.explorer import families as explorer_exports
+from attnprimer.site.explorer.export import (
     EXPLORER_FORMAT,
     decode_array,
     encode_array,
@@ -28,9 +29,8 @@ from attnprimer.explorer import (
     export_transformer,
     write_explorer_data,
 )
-from attnprimer.positional import POSITIONAL_ENCODINGS, SinusoidalEncoding, apply_rotary
-from attnprimer.site_models import SIGNAL_EXAMPLE
-from attnprimer.train import Evaluation, evaluate, held_out_generator, predict, predict_one
+from attnprimer.training.model_cache import cached_evaluation
+from attnprimer.training.train import Evaluation, evaluate, held_out_generator, predict, predict_one
 
 
 def _decoded(trained, output):
@@ -304,8 +304,8 @@ def test_the_file_is_about_the_size_the_page_says(data):
 
 
 def test_claim_the_difference_step_needs_the_larger_count_on_the_example(models):
-    from attnprimer.interventions import difference_intervened
-    from attnprimer.site_models import DIFFERENCE_EXAMPLE
+    from attnprimer.site.catalogue import DIFFERENCE_EXAMPLE
+    from attnprimer.site.explorer.interventions import difference_intervened
 
     trained = models["difference/self-attention"]
     tokens = trained.task.encode(DIFFERENCE_EXAMPLE)[None]
@@ -322,7 +322,7 @@ def test_claim_the_difference_step_needs_the_larger_count_on_the_example(models)
     assert answer(blocked=[2]) == 3  # the C step
     # "which fits the chapter: over held-out sequences blocking the C step costs about as much
     # as blocking the smaller count, in this seed more"
-    from attnprimer.analysis import cached_block_and_swap
+    from attnprimer.site.experiments.difference_model import cached_block_and_swap
 
     held_out = cached_block_and_swap(trained)
     assert held_out["block the other letters"] < held_out["block the smaller count"]
@@ -331,7 +331,7 @@ def test_claim_the_difference_step_needs_the_larger_count_on_the_example(models)
 
 
 def test_claim_the_attention_decoder_reads_one_to_the_right_on_the_example(models):
-    from attnprimer.site_models import REVERSAL_EXAMPLE
+    from attnprimer.site.catalogue import REVERSAL_EXAMPLE
 
     trained = models["reversal/attention"]
     tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]
@@ -348,8 +348,8 @@ def test_claim_a_forced_step_mostly_writes_the_letter_it_was_given(models, site_
     was given, and more do that than write the letter to its left. (How many, and what the
     steps after a forced one write, vary with the run: on the first build machine seed 0 wrote
     its own letter in 63 of 81 and EGDHAEH. forced as above; on the second, 60 and EGDHEAEH.)"""
-    from attnprimer.interventions import reversal_forced
-    from attnprimer.site_models import REVERSAL_DECODERS, REVERSAL_EXAMPLE, site_seeds
+    from attnprimer.site.catalogue import REVERSAL_DECODERS, REVERSAL_EXAMPLE, site_seeds
+    from attnprimer.site.explorer.interventions import reversal_forced
 
     seeds = [site_models(model)
              for model in site_seeds("reversal", **REVERSAL_DECODERS["attention (additive)"])]
@@ -377,8 +377,8 @@ def test_claim_past_ten_letters_one_input_says_little(models, site_models):
     letters no seed of the four recipes writes it. (Earlier wordings, "every attention seed
     reverses twelve letters" and "at twenty it writes eleven or twelve letters, begun DC", each
     held on one build machine's models and failed on another's: rounding alone moved them.)"""
-    from attnprimer.experiments.rnn_recap import decoder_curves, decoder_models
-    from attnprimer.interventions import reversal_forced
+    from attnprimer.site.experiments.rnn_recap import decoder_curves, decoder_models
+    from attnprimer.site.explorer.interventions import reversal_forced
 
     def written(trained, letters: str) -> str:
         return _decoded(trained, reversal_forced(trained.model,
@@ -402,8 +402,8 @@ def test_claim_past_ten_letters_one_input_says_little(models, site_models):
 
 
 def test_claim_five_of_the_transformers_heads_each_change_the_example(models):
-    from attnprimer.head_ablation import head_names, heads_off
-    from attnprimer.site_models import REVERSAL_EXAMPLE
+    from attnprimer.site.catalogue import REVERSAL_EXAMPLE
+    from attnprimer.site.experiments.head_ablation import head_names, heads_off
 
     trained = models["transformer/encoder-decoder"]
     tokens = trained.task.encode(REVERSAL_EXAMPLE)[None]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.analysis import block_and_swap
-from attnprimer.experiments.bahdanau import teacher_forced
-from attnprimer.interventions import difference_intervened, reversal_forced
-from attnprimer.site_models import site_model
-from attnprimer.train import held_out_generator
+from attnprimer.site.catalogue import site_model
+from attnprimer.site.experiments.bahdanau import teacher_forced
+from attnprimer.site.experiments.difference_model import block_and_swap
+from attnprimer.site.explorer.interventions import difference_intervened, reversal_forced
+from attnprimer.training.train import held_out_generator
 
 
 def _inputs(trained, count=300):

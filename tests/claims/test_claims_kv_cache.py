@@ -1,7 +1,7 @@
 """The claims of the key/value-cache part of the chapter "Attention at scale", every seed.
 
 They read the page's numbers through the same result cache as its figures and tables
-(``attnprimer.experiments.kv_cache``), on the site's trained decoder-only models. No time is
+(``attnprimer.site.experiments.kv_cache``), on the site's trained decoder-only models. No time is
 asserted: the page's times are measurements of the machine that built it.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnprimer.experiments.kv_cache import (
+from attnprimer.site.catalogue import TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
+from attnprimer.site.experiments.kv_cache import (
     LARGER,
     LENGTHS,
     PROMPT,
@@ -18,7 +19,6 @@ from attnprimer.experiments.kv_cache import (
     cached_equality,
     cached_site_model_speed,
 )
-from attnprimer.site_models import TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
 
 DECODER_ONLY = "Transformer (decoder-only)"
 

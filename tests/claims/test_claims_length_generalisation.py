@@ -1,7 +1,8 @@
 """The claims of the chapter "Train short, test long", every seed.
 
 They read the page's numbers through the same result cache as its figures and tables
-(``attnprimer.experiments.length_generalisation``, ``attnprimer.figures.length_generalisation``),
+(``attnprimer.site.experiments.length_generalisation``,
+``attnprimer.site.figures.length_generalisation``),
 on the site's trained models: five position schemes, copy and reverse, three seeds each.
 """
 
@@ -10,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnprimer.experiments.length_generalisation import (
+from attnprimer.site.catalogue import LENGTH_SCHEMES, NOPE_LONGER_STEPS, site_seeds
+from attnprimer.site.experiments.length_generalisation import (
     cached_first_errors,
     cached_source_attention,
 )
-from attnprimer.figures.length_generalisation import (
+from attnprimer.site.figures.length_generalisation import (
     ATTENTION_LENGTH,
     FAIL_LENGTH,
     LENGTHS,
@@ -25,7 +27,6 @@ from attnprimer.figures.length_generalisation import (
     exact,
     seeds,
 )
-from attnprimer.site_models import LENGTH_SCHEMES, NOPE_LONGER_STEPS, site_seeds
 from attnprimer.tasks import CopyReverseTask
 
 OFFSET_SCHEMES = ("relative", "alibi", "rotary")

@@ -9,12 +9,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.cache import cached_evaluation, cached_result
-from attnprimer.experiments import positional_encoding as experiments
-from attnprimer.figures.positional_encoding import LENGTHS
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.site_models import (
+from attnprimer.site.catalogue import (
     COUNTING_LENGTH_VARIANTS,
     SEEDS,
     SIGNAL_EXAMPLE,
@@ -22,9 +18,13 @@ from attnprimer.site_models import (
     site_model,
     site_seeds,
 )
+from attnprimer.site.experiments import positional_encoding as experiments
+from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
+from attnprimer.site.figures.positional_encoding import LENGTHS
 from attnprimer.tasks import CountingTask, SignalTask
 from attnprimer.tasks.signal import multiset_bound
-from attnprimer.train import TrainConfig, predict_one
+from attnprimer.training.model_cache import cached_evaluation, cached_result
+from attnprimer.training.train import TrainConfig, predict_one
 
 TARGET = 0.99
 ENCODED = [encoding for encoding in POSITIONAL_ENCODINGS if encoding != "none"]

@@ -1,6 +1,6 @@
 """The claims of the chapter "Queries, keys and values" about its trained counting models.
 
-These tests use the real model cache (the catalogue ``attnprimer.site_models.SITE_MODELS``,
+These tests use the real model cache (the catalogue ``attnprimer.site.catalogue.SITE_MODELS``,
 through the ``site_models`` fixture), so they share trained models with the docs build: on a
 warm cache they only load; on a cold one they train what the site would train.
 """
@@ -16,11 +16,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attnprimer.analysis import own_letter_mass
-from attnprimer.cache import cached_evaluation
-from attnprimer.experiments.qkv import kernel_regression_toy, recipe_ablation, score_saturation
-from attnprimer.report import attended_mainly
-from attnprimer.site_models import (
+from attnprimer.site.catalogue import (
     COUNTING_EXAMPLE,
     COUNTING_RECIPES,
     ORIGINAL_COUNTING_RECIPE,
@@ -30,8 +26,16 @@ from attnprimer.site_models import (
     site_model,
     site_seeds,
 )
+from attnprimer.site.experiments.qkv import (
+    kernel_regression_toy,
+    own_letter_mass,
+    recipe_ablation,
+    score_saturation,
+)
+from attnprimer.site.report import attended_mainly
 from attnprimer.tasks import CountingTask
-from attnprimer.train import held_out_generator, predict
+from attnprimer.training.model_cache import cached_evaluation
+from attnprimer.training.train import held_out_generator, predict
 
 TARGET = 0.995
 """The project's target: held-out exact match with the default training settings."""

@@ -9,15 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnprimer.experiments.rnn_recap import (
+from attnprimer.site.catalogue import SEEDS
+from attnprimer.site.experiments.rnn_recap import (
     LENGTHS,
     bottleneck_curves,
     bottleneck_models,
     decoder_curves,
     decoder_models,
 )
-from attnprimer.site_models import SEEDS
-from attnprimer.train import training_generator
+from attnprimer.training.train import training_generator
 
 TRAINED = range(1, 11)
 BEYOND = range(11, 21)
@@ -170,7 +170,7 @@ def test_the_long_budget_gains_little_at_its_end(site_models, last_1000_steps):
 
 
 def test_at_step_1200_the_long_run_is_behind_the_short_one(site_models):
-    from attnprimer.train import SCHEDULES
+    from attnprimer.training.train import SCHEDULES
 
     # "still three quarters of its peak there": the cosine factor at step 1,200 of 3,600
     assert SCHEDULES["cosine"](1200, 3600) == pytest.approx(0.75)
@@ -233,7 +233,7 @@ def _step_accuracy(trained, *, teacher_forcing: bool):
     """Each output step's accuracy on 10-letter held-out inputs (the RNN recap lab's measure)."""
     import torch
 
-    from attnprimer.train import held_out_generator
+    from attnprimer.training.train import held_out_generator
 
     batch = trained.task.at_length(10).sample(2000, held_out_generator())
     with torch.no_grad():

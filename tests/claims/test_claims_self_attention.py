@@ -11,29 +11,29 @@ import numpy as np
 import pytest
 import torch
 
-from attnprimer.analysis import (
-    cached_block_and_swap,
-    cached_probes,
-    difference_step_profile,
-    encoder_weight_by_token,
-    mean_self_attention,
-)
-from attnprimer.cache import cached_evaluation
-from attnprimer.experiments.self_attention import (
-    broadcast_step,
-    cached_readout,
-    mean_first_reaching,
-    projection_sweep,
-)
-from attnprimer.site_models import (
+from attnprimer.site.catalogue import (
     DIFFERENCE_EXAMPLE,
     DIFFERENCE_VARIANTS,
     PROJECTION_SWEEP_LRS,
     SEEDS,
     site_model,
 )
+from attnprimer.site.experiments.difference_model import (
+    cached_block_and_swap,
+    cached_probes,
+    difference_step_profile,
+    encoder_weight_by_token,
+    mean_self_attention,
+)
+from attnprimer.site.experiments.self_attention import (
+    broadcast_step,
+    cached_readout,
+    mean_first_reaching,
+    projection_sweep,
+)
 from attnprimer.tasks import DifferenceTask
-from attnprimer.train import TrainConfig, held_out_generator, predict, predict_one
+from attnprimer.training.model_cache import cached_evaluation
+from attnprimer.training.train import TrainConfig, held_out_generator, predict, predict_one
 
 TARGET = 0.995
 PLAIN, SELF, PROJECTED = DIFFERENCE_VARIANTS  # the chapter's three variants, in its order
@@ -216,7 +216,7 @@ def test_on_the_example_the_self_attention_models_are_right_and_read_the_b_step(
 def test_at_initialisation_the_states_are_identical_and_self_attention_uniform(seed):
     # "at initialisation all four steps read the same uniform average, their states are
     # identical, and every self-attention row is uniform"
-    from attnprimer.train import seed_everything
+    from attnprimer.training.train import seed_everything
 
     task = DifferenceTask(**DIFFERENCE_VARIANTS["self-attention"])
     seed_everything(seed)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnprimer.site_models import site_model
-from attnprimer.train import _correct, _exact_match, held_out_generator
+from attnprimer.site.catalogue import site_model
+from attnprimer.training.train import _correct, _exact_match, held_out_generator
 
 SEQUENCE_MODELS = [
     ("reversal", {}),

@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from attnprimer.analysis import cached_accuracy_by_length
-from attnprimer.experiments.bahdanau import first_step_reaching
-from attnprimer.experiments.transformer import cached_copies_by_position
-from attnprimer.experiments.transformer_heads import copy_groups
-from attnprimer.experiments.transformer_positions import (
+from attnprimer.site.catalogue import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
+from attnprimer.site.experiments.bahdanau import first_step_reaching
+from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
+from attnprimer.site.experiments.transformer import cached_copies_by_position
+from attnprimer.site.experiments.transformer_heads import copy_groups
+from attnprimer.site.experiments.transformer_positions import (
     cached_extra_letters,
     cached_position_scores,
 )
-from attnprimer.figures import transformer_lengths as lengths_page
-from attnprimer.figures.transformer import MODELS, RNNS, SAMPLES, _step_by_step
-from attnprimer.figures.transformer_heads import example_attention, head_results
-from attnprimer.site_models import REVERSAL_DECODERS, TRANSFORMER_STEPS, TRANSFORMERS, site_seeds
+from attnprimer.site.figures import transformer_lengths as lengths_page
+from attnprimer.site.figures.transformer import MODELS, RNNS, SAMPLES, _step_by_step
+from attnprimer.site.figures.transformer_heads import example_attention, head_results
 
 INSIDE, BEYOND = list(range(1, 11)), list(range(11, 21))
 
@@ -482,14 +482,7 @@ def test_squeezed_the_exact_match_falls_with_length_and_letters_hold_up_better(n
 
 # --- training: norms, warm-up, residuals ---
 
-from attnprimer.figures.transformer_training import (  # noqa: E402
-    CHAPTER_LR,
-    DEPTHS,
-    gradient_norms,
-    spreads,
-    trained_spreads,
-)
-from attnprimer.site_models import (  # noqa: E402
+from attnprimer.site.catalogue import (  # noqa: E402
     DEEP_LAYERS,
     DEEP_LR,
     DEEP_NORM_CELLS,
@@ -497,6 +490,13 @@ from attnprimer.site_models import (  # noqa: E402
     NORM_GRID_LRS,
     NORM_GRID_SCHEDULES,
     NORM_PLACEMENTS,
+)
+from attnprimer.site.figures.transformer_training import (  # noqa: E402
+    CHAPTER_LR,
+    DEPTHS,
+    gradient_norms,
+    spreads,
+    trained_spreads,
 )
 
 GRID = [(norm, lr, schedule) for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS

@@ -4,8 +4,10 @@ A hundred held-out inputs per model are typed into the page, with and without ea
 chapters' interventions set through the page's own controls; its predictions must be the
 PyTorch model's exactly, and every attention weight it shows (read at full precision from the
 cells' ``data-weight``) must be within 1e-4 of PyTorch's. The Python side of each intervention
-is the package's ([`attnprimer.interventions`][attnprimer.interventions] and
-[`heads_off`][attnprimer.head_ablation.heads_off]). Then the page itself: links that reopen
+is the package's
+([`attnprimer.site.explorer.interventions`][attnprimer.site.explorer.interventions] and
+[`heads_off`][attnprimer.site.experiments.head_ablation.heads_off]). Then the page itself: links
+that reopen
 an example, a phone-sized viewport, and the keyboard.
 """
 
@@ -14,11 +16,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnprimer.explorer import explorer_models
-from attnprimer.head_ablation import head_names, heads_off
-from attnprimer.interventions import difference_intervened, reversal_forced
 from attnprimer.positional import POSITIONAL_ENCODINGS
-from attnprimer.train import TrainedModel, held_out_generator, predict
+from attnprimer.site.experiments.head_ablation import head_names, heads_off
+from attnprimer.site.explorer.export import explorer_models
+from attnprimer.site.explorer.interventions import difference_intervened, reversal_forced
+from attnprimer.training.train import TrainedModel, held_out_generator, predict
 
 SAMPLES = 100
 LONGER = 20  # inputs of 11 to 20 letters, longer than any the reversal models trained on
@@ -212,7 +214,7 @@ def test_the_transformer_explorer_computes_what_pytorch_computes(explorer):
 
 
 def test_the_page_starts_on_the_chapters_examples(explorer):
-    from attnprimer.site_models import (
+    from attnprimer.site.catalogue import (
         COUNTING_EXAMPLE,
         DIFFERENCE_EXAMPLE,
         REVERSAL_EXAMPLE,

@@ -1,5 +1,9 @@
 """The toy tasks' models, one module each, assembled from the concept modules.
 
+Taught in the chapters "Queries, keys and values" (``docs/chapters/qkv.md``), "Self-attention"
+(``docs/chapters/self-attention.md``) and "Positional encoding" (``docs/chapters/positional-
+encoding.md``).
+
 * [`attnprimer.models.counting`][attnprimer.models.counting]: attention and nothing else
   (the queries, keys and values chapter);
 * [`attnprimer.models.difference`][attnprimer.models.difference]: the counting model with

@@ -1,5 +1,7 @@
 """The counting model: attention with nothing else around it.
 
+Taught in the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
+
 [`CountingModel`][attnprimer.models.counting.CountingModel] has no recurrence, no convolution
 and no position information. Each output step owns one learned query vector; the input
 tokens become keys and values; the context a query reads is classified into a count.

@@ -1,5 +1,7 @@
 """The difference model: the counting model, plus self-attention over its output steps.
 
+Taught in the chapter "Self-attention" (``docs/chapters/self-attention.md``).
+
 [`DifferenceModel`][attnprimer.models.difference.DifferenceModel] has one more output step
 than the counting model and, optionally, a self-attention layer over the output steps
 ([`OutputSelfAttention`][attnprimer.models.difference.OutputSelfAttention]), so that a step

@@ -1,5 +1,7 @@
 """The signal model: embeddings, a positional encoding, one encoder layer, one query.
 
+Taught in the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
+
 [`SignalModel`][attnprimer.models.signal.SignalModel] counts how often the first letter
 occurs in the rest, which needs to know which letter came first: the positional-encoding
 chapter's model. [`EncoderLayer`][attnprimer.models.signal.EncoderLayer] is its

@@ -1,5 +1,7 @@
 """The toy tasks, by name.
 
+Used by every chapter, from "RNN recap" (``docs/chapters/rnn-recap.md``) on.
+
 ``TASKS`` maps a task's name to its class; [`get_task`][attnprimer.tasks.get_task] builds one with
 its settings checked.
 """

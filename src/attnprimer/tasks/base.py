@@ -1,5 +1,7 @@
 """What every toy task provides.
 
+Used by every chapter, from "RNN recap" (``docs/chapters/rnn-recap.md``) on.
+
 A task is a frozen dataclass whose fields are its settings (sequence length,
 vocabulary, model size). It samples batches from an explicit
 ``torch.Generator``, builds its model, and turns letters into token ids and

@@ -1,5 +1,7 @@
 """Copy or reverse, trained short and tested long: the length-generalisation chapter's task.
 
+Taught in the chapter "Train short, test long" (``docs/chapters/length-generalisation.md``).
+
 The input is 1 to ``max_len`` letters; the output is the same letters in order (``copy``) or
 backwards (``reverse``), then the end token. Inputs are padded on the *left*, for the
 decoder-only model of [`attnprimer.position_schemes`][attnprimer.position_schemes]::

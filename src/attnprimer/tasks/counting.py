@@ -1,5 +1,7 @@
 """Counting letters: how many times does each letter occur?
 
+Taught in the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
+
 The input is a sequence of ``max_len`` tokens, each a letter or a blank drawn
 uniformly at random. The output has one step per letter: the number of times
 that letter occurs, a class from 0 to ``max_len``::

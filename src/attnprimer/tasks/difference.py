@@ -1,5 +1,7 @@
 """Difference: count each letter, then how far apart the first two counts are.
 
+Taught in the chapter "Self-attention" (``docs/chapters/self-attention.md``).
+
 The input is the counting task's: ``max_len`` tokens, each a letter or a blank.
 The output has one step per letter, its count, and one more step: the absolute
 difference between the counts of the first two letters::

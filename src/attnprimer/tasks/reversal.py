@@ -1,5 +1,8 @@
 """Reversal: write the input backwards. A sequence-to-sequence task whose alignment is known.
 
+Taught in the chapters "RNN recap" (``docs/chapters/rnn-recap.md``) and "Bahdanau attention"
+(``docs/chapters/bahdanau.md``).
+
 The input is a sequence of 1 to ``max_len`` letters, padded at the end to
 ``max_len``; the output is the same letters in reverse order, then an
 end-of-sequence token::

@@ -1,5 +1,7 @@
 """Signal: how many times does the first letter occur in the rest of the sequence?
 
+Taught in the chapter "Positional encoding" (``docs/chapters/positional-encoding.md``).
+
 The input is ``max_len + 1`` letters drawn uniformly at random (no blanks). The
 first one is the *signal*; the output is one step, how many of the following
 ``max_len`` letters equal it::
