@@ -103,3 +103,17 @@ def test_an_interrupted_run_started_again_trains_only_what_is_missing():
     assert lines[-1].startswith("trained 1/1 (")
     assert train_missing(specs, workers=1, report=lines.append) == []  # all cached: silent
     assert len(lines) == 2
+
+
+def test_each_task_is_scaled_by_how_its_own_finished_models_compared():
+    from attnprimer.tasks import DifferenceTask
+
+    other_task = DifferenceTask(hidden=8)
+    counting = [(TINY_TASK, TINY_CONFIG), (TINY_TASK, OTHER)]
+    difference = [(other_task, TINY_CONFIG), (other_task, OTHER)]
+    progress = TrainingProgress([*counting, *difference], workers=1, report=lambda line: None)
+    progress.expected = dict.fromkeys(progress.specs, 10.0)  # every model expected to take 10 s
+    progress.done(counting[0], 30.0)  # three times its estimate: so, for now, is every task
+    assert progress.seconds_left() == pytest.approx(3 * 30.0)
+    progress.done(difference[0], 5.0)  # difference models take half theirs
+    assert progress.seconds_left() == pytest.approx(30.0 + 5.0)

@@ -30,9 +30,12 @@ from attnprimer.training.train import TrainConfig
 
 __all__ = ["STEP_MILLISECONDS", "TrainingProgress", "describe", "recorded_times"]
 
-STEP_MILLISECONDS = {"counting": 1.5, "difference": 2.5, "signal": 6.0, "reversal": 20.0}
-"""Milliseconds per training step of 100 examples, measured per task on the 2-core machine
-(one thread): the estimate for a model whose training time was never recorded here."""
+STEP_MILLISECONDS = {"counting": 1.2, "difference": 2.3, "signal": 3.7, "reversal": 7.8,
+                     "reversal-transformer": 18.0, "copy-reverse": 13.0}
+"""Milliseconds per training step of 100 examples, per task: the median over the site's models
+of each task, trained on one thread of a 2-core Intel Xeon (November 2026). The estimate for
+a model whose training time was never recorded here; the order in which missing models start
+(longest first) follows it too."""
 
 Spec = tuple[Task, TrainConfig]
 
@@ -105,7 +108,7 @@ class TrainingProgress:
         self.expected = {spec: self.recorded.get(_record_key(*spec), estimated_seconds(*spec))
                          for spec in self.specs}
         self.finished: list[Spec] = []
-        self.finished_seconds = 0.0
+        self.seconds: dict[Spec, float] = {}
 
     def started(self) -> None:
         """Report what is about to train and roughly how long it will take."""
@@ -117,7 +120,7 @@ class TrainingProgress:
     def done(self, spec: Spec, seconds: float) -> None:
         """Record that ``spec`` trained in ``seconds`` and report it."""
         self.finished.append(spec)
-        self.finished_seconds += seconds
+        self.seconds[spec] = seconds
         self.recorded[_record_key(*spec)] = round(seconds, 2)
         _times_path().parent.mkdir(parents=True, exist_ok=True)
         write_atomically(_times_path(), lambda file: file.write(
@@ -130,12 +133,23 @@ class TrainingProgress:
         self.report(line)
 
     def seconds_left(self) -> float:
-        """The wall time the unfinished models should take: their expected CPU time, scaled by
-        how the finished ones compared with theirs, over the workers."""
-        expected_done = sum(self.expected[spec] for spec in self.finished)
-        scale = self.finished_seconds / expected_done if expected_done > 0 else 1.0
-        left = sum(self.expected.values()) - expected_done
-        return max(0.0, left * scale / self.workers)
+        """The wall time the unfinished models should take: their expected CPU time over the
+        workers, each scaled by how the finished models of its task compared with theirs (of
+        any task, while none of its own has finished)."""
+        actual: dict[str, float] = {}
+        expected: dict[str, float] = {}
+        for spec in self.finished:
+            task = spec[0].name
+            actual[task] = actual.get(task, 0.0) + self.seconds[spec]
+            expected[task] = expected.get(task, 0.0) + self.expected[spec]
+        overall = sum(actual.values()) / max(sum(expected.values()), 1e-9) if actual else 1.0
+        left = 0.0
+        for spec in self.specs:
+            if spec not in self.seconds:
+                task = spec[0].name
+                scale = actual[task] / expected[task] if expected.get(task) else overall
+                left += self.expected[spec] * scale
+        return left / self.workers
 
 
 def _to_stderr(line: str) -> None:
