@@ -89,6 +89,6 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
 def _light_and_dark(match: re.Match) -> str:
     """One figure's ``<img>`` as two, each shown in one colour scheme only."""
     before, source, after = match["before"], match["src"], match["after"]
-    dark = source.removesuffix(".svg") + ".dark.svg"  # attnprimer.site.figures.registry.dark_twin
+    dark = source.removesuffix(".svg") + ".dark.svg"  # attnprimer.site.figures.recipes.dark_twin
     return (f'<img{before}src="{source}#only-light"{after}>'
             f'<img{before}src="{dark}#only-dark"{after}>')

@@ -12,7 +12,7 @@ chapters teach), and without
   loop of such checks, ``try: <calls> except ...: raise ...``, an ``assert``, and a call of
   a ``_check...`` or ``check_...`` helper.
 
-The lines are removed from the text, found with [`ast`][ast]: the code is never re-printed
+The lines are removed from the text, found with ``ast``: the code is never re-printed
 from the tree, which would drop the comments. What is left still parses.
 
 [`write_sections`][attnprimer.site.code_views.write_sections] writes every section as a Markdown

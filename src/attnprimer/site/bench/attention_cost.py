@@ -107,7 +107,7 @@ class CostPoint(NamedTuple):
 
     Attributes:
         implementation: a key of
-        [`IMPLEMENTATIONS`][attnprimer.site.bench.attention_cost.IMPLEMENTATIONS].
+            [`IMPLEMENTATIONS`][attnprimer.site.bench.attention_cost.IMPLEMENTATIONS].
         length: L = S, the sequence length.
         seconds: wall time of one call, the shortest of the repeats.
         peak_bytes: extra resident memory at the call's peak, or None where it cannot be measured.

@@ -145,7 +145,7 @@ def explorer_data(
 
     Args:
         models: the trained models by their
-        [`explorer_labels`][attnprimer.site.explorer.export.explorer_labels]
+            [`explorer_labels`][attnprimer.site.explorer.export.explorer_labels]
             name; by default the site's, from the cache (trained on a miss).
         held_out: include each model's held-out exact match.
         previous: an earlier result of this function (what the file on disk holds). A model
@@ -236,7 +236,7 @@ def write_explorer_data(
     Args:
         path: where the file goes; missing folders are made.
         data: what to write; by default
-        [`explorer_data`][attnprimer.site.explorer.export.explorer_data]
+            [`explorer_data`][attnprimer.site.explorer.export.explorer_data]
             of the site's models, reusing the held-out results of the file already at ``path``
             for the models that have not changed.
 

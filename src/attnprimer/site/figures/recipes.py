@@ -128,7 +128,7 @@ def render(entry: Recipe, out_dir: str | os.PathLike) -> Path:
 
     A figure is built once and saved twice: as drawn, and recoloured for the dark page
     ([`to_dark`][attnprimer.site.figures.theme.to_dark]) beside it, as
-    [`dark_twin`][attnprimer.site.figures.registry.dark_twin] names it.
+    [`dark_twin`][attnprimer.site.figures.recipes.dark_twin] names it.
     """
     folder = Path(out_dir) / entry.chapter
     result = entry.build()
