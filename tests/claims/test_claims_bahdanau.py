@@ -153,15 +153,11 @@ def test_the_dot_model_slips_first_and_falls_slower(by_length):
     dot, vanilla = by_length["attention (dot)"], by_length["vanilla"]
     # 5 to 7 letters, "on average": seed by seed the margin at seven letters is under a point
     assert (dot[:, 4:7].mean(axis=0) < vanilla[:, 4:7].mean(axis=0)).all()
-    # "That is two of its seeds; the third is among the best over four to seven letters, above
-    # every vanilla seed at seven"
-    best = int(np.argmax(dot[:, 3:7].mean(axis=1)))
-    others = [seed for seed in range(len(dot)) if seed != best]
-    assert (dot[others, 4:7] < vanilla[:, 4:7].mean(axis=0)).all()
-    others_best = max(by_length[name][:, 3:7].mean(axis=1).max()
-                      for name in ("vanilla", "peeky", "attention (additive)"))
-    assert dot[best, 3:7].mean() >= others_best - 0.005
-    assert dot[best, 6] > vanilla[:, 6].max()
+    # "and so is each of at least two of its three seeds": two on the AMD EPYC machines that
+    # built the page before, all three on an Intel Xeon, where the third seed, among the best
+    # at four to seven letters on the AMD machines, fell below every vanilla seed at seven
+    below = (dot[:, 4:7] < vanilla[:, 4:7].mean(axis=0)).all(axis=1)  # (seeds,)
+    assert below.sum() >= 2
     assert dot[:, 9].min() > vanilla[:, 9].max()  # at ten, every dot seed above every vanilla
 
 
@@ -205,12 +201,15 @@ def test_the_bidirectional_model_learned_fastest(models):
     reached = {name: [first_step_reaching(trained.history, 0.99) for trained in runs]
                for name, runs in models.items()}
     assert all(step is not None and step <= 600 for step in reached[BIDIRECTIONAL])
-    for trained in models[BIDIRECTIONAL]:  # "above 99 % by step 600": and stays there
+    # "and never falls below 97 % after it" (above 99 % at every later evaluation on the AMD
+    # EPYC machines that built the page before; on an Intel Xeon one seed, past 99 % at step
+    # 200, was at 97.9 % at step 600)
+    for trained in models[BIDIRECTIONAL]:
         history = trained.history
         later = [score for step, score in zip(history["held_out_step"],
                                               history["held_out_exact_match"], strict=True)
                  if step >= 600]
-        assert min(later) >= 0.99
+        assert min(later) >= 0.97
     for name in UNIDIRECTIONAL:  # "end their 1,200 steps short of it in most seeds"
         assert sum(step is None for step in reached[name]) >= 2, name
 

@@ -80,15 +80,14 @@ def test_four_schemes_learn_the_training_lengths_and_nope_does_not(runs):
 
 def test_nope_nearly_learns_copy_and_is_still_behind_the_offset_schemes_beyond(runs):
     # "On copy it nearly has (about 90 % at 8 letters on average), and beyond them it is still
-    # behind the relative bias and ALiBi in every seed, and behind rotary on average only: it
-    # copies more on average than the two rotary seeds that fail at once"
+    # behind the relative bias and ALiBi in every seed, and behind rotary on average" (the page
+    # said NoPE copies more than two rotary seeds, true on the AMD EPYC machines that built it
+    # before, not on an Intel Xeon's retraining of the same code)
     assert 0.85 <= at(runs, "copy", "none", TRAIN_MAX).mean() <= 0.95
     nope = beyond(runs["copy", "none"])
     for scheme in ("relative", "alibi"):
         assert beyond(runs["copy", scheme]).min() > nope.max(), scheme
-    rotary = beyond(runs["copy", "rotary"])
-    assert rotary.mean() > nope.mean()
-    assert nope.mean() > np.sort(rotary)[1]  # on average above the two failing rotary seeds
+    assert beyond(runs["copy", "rotary"]).mean() > nope.mean()
 
 
 def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
@@ -98,34 +97,26 @@ def test_absolute_sinusoids_fail_at_once_and_are_last(runs):
         assert min(means, key=means.get) == "sinusoidal"
 
 
-def test_rotary_splits_by_seed_and_one_seed_comes_back(runs):
-    # "two of its three seeds fail almost at once: they keep under a third of the 9-letter
-    # copies, none of the 9-letter reversals, and almost none of 10 to 12 letters"
-    copy_nine, reverse_nine = (at(runs, operation, "rotary", 9)
-                               for operation in ("copy", "reverse"))
-    good = int(np.argmax(copy_nine))
-    others = [seed for seed in range(len(copy_nine)) if seed != good]
-    assert int(np.argmax(reverse_nine)) == good  # the same seed on both tasks
-    assert copy_nine[others].max() < 1 / 3 and reverse_nine[others].max() < 0.01
-    for operation in ("copy", "reverse"):
-        ten_to_twelve = np.stack([at(runs, operation, "rotary", n) for n in (10, 11, 12)])
-        assert ten_to_twelve[:, others].max() <= 0.1, operation
-    # "The third ... over three quarters of the 9-letter inputs of both tasks, and over 9 to 16
-    # letters it reverses within the range of ALiBi's seeds and copies more than two of them"
-    assert min(copy_nine[good], reverse_nine[good]) > 0.75
-    alibi_reverse = beyond(runs["reverse", "alibi"])
-    assert alibi_reverse.min() <= beyond(runs["reverse", "rotary"])[good] <= alibi_reverse.max()
-    assert beyond(runs["copy", "rotary"])[good] > np.sort(beyond(runs["copy", "alibi"]))[1]
-    # "the third seed copies more of the 13- and 14-letter inputs (over a quarter of each) than
-    # of the 11- or 12-letter ones"
+def test_rotary_splits_by_seed(runs):
+    # "at least two of its three seeds fail almost at once: they reverse none of the 9-letter
+    # inputs and copy a tenth or less of 10 to 12 letters". On the AMD EPYC machines that built
+    # the page before, two seeds failed so and the third generalised about as far as ALiBi; an
+    # Intel Xeon's retraining of the same code had all three reverse almost none of the 9-letter
+    # inputs (0, 0 and 16 %): the page no longer says what the third seed does.
+    reverse_nine = at(runs, "reverse", "rotary", 9)
+    copy_ten_to_twelve = np.stack([at(runs, "copy", "rotary", n) for n in (10, 11, 12)])
+    failing = (reverse_nine < 0.01) & (copy_ten_to_twelve.max(axis=0) <= 0.1)  # (seeds,)
+    assert failing.sum() >= 2
+    # "the seeds are far apart": at 9 letters the best seed copies and reverses more than the
+    # worst by a tenth or more of the inputs
+    copy_nine = at(runs, "copy", "rotary", 9)
+    assert copy_nine.max() - copy_nine.min() >= 0.1
+    assert reverse_nine.max() - reverse_nine.min() >= 0.1
+    # "one seed copies more of the 13- and 14-letter inputs (a fifth or more of each) than of the
+    # 11- or 12-letter ones"
     late = np.minimum(at(runs, "copy", "rotary", 13), at(runs, "copy", "rotary", 14))
-    ten_to_twelve = np.stack([at(runs, "copy", "rotary", length) for length in (10, 11, 12)])
-    assert late[good] >= 0.25 and late[good] > ten_to_twelve[1:, good].max()
-    # "one of the other two comes back at 14 letters alone, to more than it copies at 10 to 13"
-    fourteen = at(runs, "copy", "rotary", 14)
-    ten_to_thirteen = np.stack([at(runs, "copy", "rotary", length) for length in range(10, 14)])
-    assert late[others].max() <= 0.1  # not at 13 as well
-    assert any(fourteen[seed] > ten_to_thirteen[:, seed].max() + 0.05 for seed in others)
+    eleven_twelve = np.maximum(at(runs, "copy", "rotary", 11), at(runs, "copy", "rotary", 12))
+    assert ((late >= 0.2) & (late > eleven_twelve)).any()
 
 
 def test_the_relative_bias_goes_furthest_on_copy(runs):
@@ -204,10 +195,11 @@ def test_reverse_fails_on_steps_whose_offsets_training_had(runs):
         assert survival("reverse", scheme, 8).mean() < 0.5, scheme
     assert 0.8 < survival("reverse", "alibi", 1).mean() < 0.98  # "some" at the first step
     assert survival("reverse", "rotary", 4).mean() < 0.6  # "more than two fifths" lost
-    # "it keeps nearly every input through the first three steps, in every seed ... one keeping
-    # nearly all of them through five steps"
-    assert survival("reverse", "rotary", 3).min() > 0.95
-    assert survival("reverse", "rotary", 5).max() > 0.95
+    # "it keeps nine in ten inputs or more through the first three steps, in every seed ... one
+    # keeping over nine in ten through five steps" (over 95 % on the AMD EPYC machines that built
+    # the page before; 90 % and 94.7 % on an Intel Xeon's retraining)
+    assert survival("reverse", "rotary", 3).min() >= 0.9 - 1e-6  # 900 of 1,000, in float32
+    assert survival("reverse", "rotary", 5).max() > 0.9
     for scheme in ("relative", "alibi"):
         assert 0.15 < survival("reverse", scheme, 11).mean() < 0.35  # "about a quarter"
         # "fewer of rotary's on average"
@@ -249,6 +241,8 @@ def test_where_each_head_looks_on_the_sixteen_letter_example(runs):
     relative = most_weighted("relative")
     assert (relative[4:] <= 4).all()
     assert ((squares[:4] - relative[:4] >= 0) & (squares[:4] - relative[:4] <= 6)).all()
-    # ALiBi's: a band parallel to the anti-diagonal, two to five letters to its left
+    # ALiBi's: mostly a band parallel to the anti-diagonal, two to six letters to its left (all
+    # of steps 2 to 12 two to five letters left on the AMD EPYC machines that built the page
+    # before; on an Intel Xeon one of them one letter right, one six letters left)
     left = squares - most_weighted("alibi")
-    assert ((left[2:13] >= 2) & (left[2:13] <= 5)).all()
+    assert ((left[2:13] >= 2) & (left[2:13] <= 6)).sum() >= 9

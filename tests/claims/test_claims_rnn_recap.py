@@ -108,15 +108,14 @@ def test_peeky_beats_vanilla_and_additive_attention_leads_on_average_at_ten_lett
 
 def test_over_the_trained_lengths_peeky_and_attention_are_within_a_few_points(decoders):
     # "the peeky decoder and the two attention models score within a few points of each other on
-    # average": the page ranks none of them there. Which of the peeky decoder and the dot-score
-    # model is ahead flipped between retrainings that changed only the floating-point rounding
-    # (dot below peeky on two sets of models, 0.967 against 0.965 on a third), so no order
-    # between them is asserted; "the dot-score model's seeds and the peeky decoder's overlap"
+    # average, and this page ranks none of them there". Which of the peeky decoder and the
+    # dot-score model is ahead flipped between retrainings that changed only the floating-point
+    # rounding (dot below peeky on two sets of models, 0.967 against 0.965 on a third; on an
+    # Intel Xeon every dot seed below every peeky seed, by 0.1 point at the closest), so no
+    # order between them is asserted, and neither is an overlap of their seeds
     means = {label: decoders.over(label, TRAINED).mean()
              for label in ("peeky", "attention (additive)", "attention (dot)")}
     assert max(means.values()) - min(means.values()) < 0.05
-    peeky, dot = decoders.over("peeky", TRAINED), decoders.over("attention (dot)", TRAINED)
-    assert dot.min() <= peeky.max() and peeky.min() <= dot.max()
 
 
 def test_attention_beats_vanilla_by_far_beyond_training(decoders):

@@ -406,7 +406,9 @@ def test_after_reading_the_larger_count_the_difference_is_readable_almost_perfec
 
 
 def test_training_moves_the_norm_far_yet_count_steps_stay_on_the_diagonal(models):
-    # "in the trained models the gain averages 0.6 to 0.7 with some entries negative, and the
+    # "in the trained models the gain averages a half to four fifths, with some entries negative
+    # (0.6 to 0.7 on the AMD EPYC machines that built the page before, 0.52 to 0.77 on an Intel
+    # Xeon), and the
     # bias is about as long as the states themselves ... on 2,000 held-out sequences no other
     # step ever outscores a count step's score with itself, in any seed"
     for trained in models[SELF]:
@@ -415,7 +417,7 @@ def test_training_moves_the_norm_far_yet_count_steps_stay_on_the_diagonal(models
             inputs = trained.task.sample(2000, held_out_generator(5)).inputs
             hidden, _ = model.read(inputs)  # (B, T, D): the self-attention's input
             scores = hidden @ hidden.transpose(1, 2)  # (B, T, T), up to the 1 / sqrt(D)
-        assert 0.55 <= norm.weight.mean().item() <= 0.75 and norm.weight.min().item() < 0
+        assert 0.5 <= norm.weight.mean().item() <= 0.8 and norm.weight.min().item() < 0
         lengths = hidden.norm(dim=-1).mean().item()
         assert 0.7 <= norm.bias.norm().item() / lengths <= 1.4
         counts = hidden.shape[1] - 1  # every step but the last, the difference step

@@ -165,10 +165,12 @@ def test_beyond_the_training_lengths_the_transformers_fall_off_fastest(by_length
     for name in TRANSFORMERS:
         assert all(beyond[name] < beyond[rnn] for rnn in RNNS), name
     assert 0.15 <= beyond["attention (additive)"] <= 0.25
-    # "the attention RNN still reverses, on average, about half of the 12-letter inputs and a
-    # quarter of the 13-letter ones (it too gets almost none right from 16 letters on)"
+    # "the attention RNN still reverses, on average, two in five to two in three of the 12-letter
+    # inputs and a quarter to a third of the 13-letter ones (it too gets almost none right from
+    # 16 letters on)": about a half and a quarter on the AMD EPYC machines that built the page
+    # before, 0.60 and 0.33 on an Intel Xeon
     additive = by_length["attention (additive)"].mean(axis=0)  # lengths 1-20
-    assert 0.4 <= additive[11] <= 0.6 and 0.2 <= additive[12] <= 0.33
+    assert 0.4 <= additive[11] <= 0.67 and 0.2 <= additive[12] <= 0.36
     assert additive[15:].max() < 0.01
 
 
