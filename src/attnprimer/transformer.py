@@ -83,7 +83,8 @@ class EncoderBlock(nn.Module):
         (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
     """
 
-    def __init__(self, dim: int, heads: int, hidden: int, *, pre_norm: bool = False) -> None:
+    def __init__(self, dim: int, heads: int, hidden: int, *,
+                 pre_norm: bool = False) -> None:
         super().__init__()
         self.pre_norm = pre_norm
         self.attention = MultiHeadAttention(dim, heads)
@@ -123,7 +124,8 @@ class DecoderBlock(nn.Module):
         (torch.Size([3, 4, 8]), torch.Size([3, 2, 4, 4]), torch.Size([3, 2, 4, 6]))
     """
 
-    def __init__(self, dim: int, heads: int, hidden: int, *, pre_norm: bool = False) -> None:
+    def __init__(self, dim: int, heads: int, hidden: int, *,
+                 pre_norm: bool = False) -> None:
         super().__init__()
         self.pre_norm = pre_norm
         self.self_attention = MultiHeadAttention(dim, heads)
@@ -211,7 +213,8 @@ class Transformer(nn.Module):
         self.target_embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.encoder = nn.ModuleList(
-            self.encoder_block(dim, heads, hidden, pre_norm=pre_norm) for _ in range(layers))
+            self.encoder_block(dim, heads, hidden, pre_norm=pre_norm)
+            for _ in range(layers))
         self.decoder = nn.ModuleList(
             self.decoder_block(dim, heads, hidden, pre_norm=pre_norm)
             for _ in range(layers))
