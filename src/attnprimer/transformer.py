@@ -300,7 +300,8 @@ class DecoderOnly(nn.Module):
         self.embed = nn.Embedding(num_outputs + 1, dim)
         self.position = SinusoidalEncoding(dim, max_positions)
         self.blocks = nn.ModuleList(
-            self.block(dim, heads, hidden, pre_norm=pre_norm) for _ in range(layers))
+            self.block(dim, heads, hidden, pre_norm=pre_norm)
+            for _ in range(layers))
         self.norm = _final_norm(dim, pre_norm)
         self.out = nn.Linear(dim, num_outputs)
 
