@@ -252,6 +252,32 @@ def test_no_chapter_code_block_scrolls_sideways_at_1280_px(visit, path):
     assert wide == [], f"{path}: {len(wide)} code blocks scroll sideways; the first: {wide[0]!r}"
 
 
+_DISPLAY_MATH = """blocks => blocks.map(block => {
+    const box = block.getBoundingClientRect();
+    const formula = block.querySelector('.katex-html').getBoundingClientRect();
+    return {text: block.innerText.slice(0, 40).replace(/\\s+/g, ' '),
+            cutLeft: formula.left < box.left - 1,
+            overflows: formula.right > box.right + 1,
+            scrolls: ['auto', 'scroll'].includes(getComputedStyle(block).overflowX)
+                     && block.scrollWidth >= formula.right - box.left - 1};
+})"""
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_display_math_fits_or_scrolls_inside_its_block_at_390_px(visit, path):
+    """On a phone a formula wider than the column scrolls inside its own block, from its first
+    symbol: none is cut on the left, and none runs off the screen unreachable."""
+    page = visit(path).page
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.wait_for_function("document.querySelectorAll('div.arithmatex .katex-html').length"
+                           " == document.querySelectorAll('div.arithmatex').length")
+    blocks = page.eval_on_selector_all("article div.arithmatex", _DISPLAY_MATH)
+    for block in blocks:
+        assert not block["cutLeft"], f"{path}: formula cut on the left: {block['text']!r}"
+        assert block["scrolls"] or not block["overflows"], (
+            f"{path}: formula wider than the screen and not scrollable: {block['text']!r}")
+
+
 @pytest.mark.parametrize("path", CHAPTERS)
 def test_chapter_code_shows_no_docstring_and_links_to_the_reference(visit, path):
     page = visit(path).page
