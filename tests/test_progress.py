@@ -13,6 +13,7 @@ from attnprimer.training.progress import (
     describe,
     estimated_seconds,
     recorded_times,
+    reference_times,
 )
 from attnprimer.training.train import TrainConfig
 from tiny_models import TINY_CONFIG, TINY_TASK
@@ -117,3 +118,13 @@ def test_each_task_is_scaled_by_how_its_own_finished_models_compared():
     assert progress.seconds_left() == pytest.approx(3 * 30.0)
     progress.done(difference[0], 5.0)  # difference models take half theirs
     assert progress.seconds_left() == pytest.approx(30.0 + 5.0)
+
+
+def test_a_model_never_trained_here_is_estimated_from_the_reference_build():
+    from attnprimer.site.catalogue import site_model
+
+    model = site_model("counting", seed=0)
+    spec = (model.task, model.config)
+    progress = TrainingProgress([spec], workers=1)
+    assert model.label in reference_times()
+    assert progress.expected[spec] == reference_times()[model.label] != estimated_seconds(*spec)

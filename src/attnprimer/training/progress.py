@@ -10,9 +10,11 @@ starts and one as each model finishes:
 
 The estimate of what is left comes from the training times recorded in the cache folder
 (``training-times.json``: the seconds each model took when it last trained, whatever the code
-then was), or, for a model never trained here, from a per-task cost per step. Either is
-scaled by how the models finished so far compare with their estimates, so a slower machine's
-estimate corrects itself after the first few models.
+then was); for a model never trained there, from the times of a reference build shipped with
+the package (``reference_times.json``, the site's models on a 2-core Intel Xeon, November
+2026); for any other, from a per-task cost per step. Each task's estimates are scaled by how
+its models finished so far compare with theirs, so a slower machine's estimate corrects itself
+after the first few models.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from attnprimer.tasks.base import Task
 from attnprimer.training.files import cache_dir, write_atomically
 from attnprimer.training.train import TrainConfig
 
-__all__ = ["STEP_MILLISECONDS", "TrainingProgress", "describe", "recorded_times"]
+__all__ = ["STEP_MILLISECONDS", "TrainingProgress", "describe", "recorded_times",
+           "reference_times"]
 
 STEP_MILLISECONDS = {"counting": 1.2, "difference": 2.3, "signal": 3.7, "reversal": 7.8,
                      "reversal-transformer": 18.0, "copy-reverse": 13.0}
@@ -66,23 +69,34 @@ def estimated_seconds(task: Task, config: TrainConfig) -> float:
     return config.steps * per_step * config.batch_size / 100 / 1000
 
 
-def _record_key(task: Task, config: TrainConfig) -> str:
-    return json.dumps({"task": task.name, "settings": asdict(task), "train": asdict(config)},
-                      sort_keys=True)
-
-
 def _times_path() -> Path:
     return cache_dir() / "training-times.json"
 
 
-def recorded_times() -> dict[str, float]:
-    """The training seconds recorded in the cache folder, by model (an empty record if the
-    file is missing or damaged: the estimates then come from the costs per step)."""
+def _read_times(path: Path) -> dict[str, float]:
     try:
-        times = json.loads(_times_path().read_text(encoding="utf-8"))
+        times = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return times if isinstance(times, dict) else {}
+
+
+def recorded_times() -> dict[str, float]:
+    """The training seconds recorded in the cache folder, by the model's
+    [`describe`][attnprimer.training.progress.describe] (empty if the file is missing or
+    damaged)."""
+    return _read_times(_times_path())
+
+
+def reference_times() -> dict[str, float]:
+    """The training seconds of the site's models in the reference build shipped with the
+    package, by [`describe`][attnprimer.training.progress.describe].
+
+    Examples:
+        >>> reference_times()["counting seed=0"] > 0
+        True
+    """
+    return _read_times(Path(__file__).with_name("reference_times.json"))
 
 
 class TrainingProgress:
@@ -105,7 +119,8 @@ class TrainingProgress:
         self.clock = clock
         self.start = clock()
         self.recorded = recorded_times()
-        self.expected = {spec: self.recorded.get(_record_key(*spec), estimated_seconds(*spec))
+        known = {**reference_times(), **self.recorded}
+        self.expected = {spec: known.get(describe(*spec)) or estimated_seconds(*spec)
                          for spec in self.specs}
         self.finished: list[Spec] = []
         self.seconds: dict[Spec, float] = {}
@@ -121,7 +136,7 @@ class TrainingProgress:
         """Record that ``spec`` trained in ``seconds`` and report it."""
         self.finished.append(spec)
         self.seconds[spec] = seconds
-        self.recorded[_record_key(*spec)] = round(seconds, 2)
+        self.recorded[describe(*spec)] = round(seconds, 2)
         _times_path().parent.mkdir(parents=True, exist_ok=True)
         write_atomically(_times_path(), lambda file: file.write(
             json.dumps(self.recorded, indent=0, sort_keys=True).encode("utf-8")), mode=0o644)
