@@ -122,8 +122,7 @@ class TrainingProgress:
         known = {**reference_times(), **self.recorded}
         self.expected = {spec: known.get(describe(*spec)) or estimated_seconds(*spec)
                          for spec in self.specs}
-        self.finished: list[Spec] = []
-        self.seconds: dict[Spec, float] = {}
+        self.seconds: dict[Spec, float] = {}  # the finished models, in the order they finished
 
     def started(self) -> None:
         """Report what is about to train and roughly how long it will take."""
@@ -134,16 +133,16 @@ class TrainingProgress:
 
     def done(self, spec: Spec, seconds: float) -> None:
         """Record that ``spec`` trained in ``seconds`` and report it."""
-        self.finished.append(spec)
         self.seconds[spec] = seconds
-        self.recorded[describe(*spec)] = round(seconds, 2)
+        label = describe(*spec)
+        self.recorded[label] = round(seconds, 2)
         _times_path().parent.mkdir(parents=True, exist_ok=True)
         write_atomically(_times_path(), lambda file: file.write(
             json.dumps(self.recorded, indent=0, sort_keys=True).encode("utf-8")), mode=0o644)
         elapsed = self.clock() - self.start
-        line = (f"trained {len(self.finished)}/{len(self.specs)} ({describe(*spec)}, "
+        line = (f"trained {len(self.seconds)}/{len(self.specs)} ({label}, "
                 f"{seconds:.1f} s) {_clock(elapsed)} elapsed")
-        if len(self.finished) < len(self.specs):
+        if len(self.seconds) < len(self.specs):
             line += f", {_duration(self.seconds_left())} left"
         self.report(line)
 
@@ -153,9 +152,9 @@ class TrainingProgress:
         any task, while none of its own has finished)."""
         actual: dict[str, float] = {}
         expected: dict[str, float] = {}
-        for spec in self.finished:
+        for spec, seconds in self.seconds.items():
             task = spec[0].name
-            actual[task] = actual.get(task, 0.0) + self.seconds[spec]
+            actual[task] = actual.get(task, 0.0) + seconds
             expected[task] = expected.get(task, 0.0) + self.expected[spec]
         overall = sum(actual.values()) / max(sum(expected.values()), 1e-9) if actual else 1.0
         left = 0.0
