@@ -1,14 +1,12 @@
 """The attention explorer computes in the browser what the Python models compute.
 
-A hundred held-out inputs per model are typed into the page, with and without each of the
-chapters' interventions set through the page's own controls; its predictions must be the
-PyTorch model's exactly, and every attention weight it shows (read at full precision from the
-cells' ``data-weight``) must be within 1e-4 of PyTorch's. The Python side of each intervention
-is the package's
-([`attnprimer.site.explorer.interventions`][attnprimer.site.explorer.interventions] and
+A hundred held-out inputs per model are typed into the page, with and without each of the chapters'
+interventions set through the page's own controls; its predictions must be the PyTorch model's
+exactly, and every attention weight it shows (read at full precision from the cells'
+``data-weight``) must be within 1e-4 of PyTorch's. The Python side of each intervention is the
+package's ([`attnprimer.site.explorer.interventions`][attnprimer.site.explorer.interventions] and
 [`heads_off`][attnprimer.site.experiments.head_ablation.heads_off]). Then the page itself: links
-that reopen
-an example, a phone-sized viewport, and the keyboard.
+that reopen an example, a phone-sized viewport, and the keyboard.
 """
 
 from __future__ import annotations

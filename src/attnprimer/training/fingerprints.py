@@ -1,14 +1,12 @@
 """Fingerprints of code: what every cache of the package keys on.
 
-A fingerprint covers the syntax tree Python runs, without docstrings, attribute docstrings
-included ([`code_fingerprint`][attnprimer.training.fingerprints.code_fingerprint]), of a module and
-of
-every package module it imports, followed import by import
+A fingerprint covers the syntax tree Python runs, without docstrings, attribute docstrings included
+([`code_fingerprint`][attnprimer.training.fingerprints.code_fingerprint]), of a module and of every
+package module it imports, followed import by import
 ([`dependencies`][attnprimer.training.fingerprints.dependencies]): the set is derived from the
 ``import`` statements, never kept by hand.
-[`fingerprint`][attnprimer.training.fingerprints.fingerprint]
-keys the trained models ([`attnprimer.training.model_cache`][attnprimer.training.model_cache]), the
-rendered figures (one
+[`fingerprint`][attnprimer.training.fingerprints.fingerprint] keys the trained models
+([`attnprimer.training.model_cache`][attnprimer.training.model_cache]), the rendered figures (one
 chapter's figure module and what it imports) and the executed labs (the whole package,
 [`package_fingerprint`][attnprimer.training.fingerprints.package_fingerprint]).
 

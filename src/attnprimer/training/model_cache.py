@@ -1,13 +1,11 @@
 """The cache of trained models, keyed per model on the fingerprint of the code that shapes it.
 
 A trained model is cached on disk (see [`cache_dir`][attnprimer.training.files.cache_dir]) under a
-key
-made of its task and settings, its training settings (seed included) and the *fingerprint of
-the code that shapes it* ([`attnprimer.training.fingerprints`][attnprimer.training.fingerprints]):
-the task's
-module, every package module it imports (the model classes, the concept modules they are
-built from, ...), followed import by import, and the training loop with what it imports. The
-set is derived from the ``import`` statements, never kept by hand
+key made of its task and settings, its training settings (seed included) and the *fingerprint of the
+code that shapes it* ([`attnprimer.training.fingerprints`][attnprimer.training.fingerprints]): the
+task's module, every package module it imports (the model classes, the concept modules they are
+built from, ...), followed import by import, and the training loop with what it imports. The set is
+derived from the ``import`` statements, never kept by hand
 ([`dependencies`][attnprimer.training.fingerprints.dependencies]), so
 
 * editing ``tasks/reversal.py`` retrains the reversal models and the models whose tasks are
@@ -144,14 +142,13 @@ def cached_result(
 ) -> Result:
     """``function(trained, **arguments)`` for a trained model of the cache, computed once.
 
-    The result is kept as JSON (``encode`` makes it JSON-ready, ``decode`` rebuilds it)
-    under a key made of the model's cache key, the function's name, its arguments and the
-    fingerprint of its module: an experiment that the docs build ran on a site model is
-    read back by the claims tests, until the model or the experiment's code changes.
-    Deterministic functions only (a fixed seed for any held-out data). The function runs on
-    one torch thread ([`single_thread`][attnprimer.training.train.single_thread]): experiments on
-    the
-    site's small models are many small operations, where threads cost more than they save.
+    The result is kept as JSON (``encode`` makes it JSON-ready, ``decode`` rebuilds it) under a key
+    made of the model's cache key, the function's name, its arguments and the fingerprint of its
+    module: an experiment that the docs build ran on a site model is read back by the claims tests,
+    until the model or the experiment's code changes. Deterministic functions only (a fixed seed for
+    any held-out data). The function runs on one torch thread
+    ([`single_thread`][attnprimer.training.train.single_thread]): experiments on the site's small
+    models are many small operations, where threads cost more than they save.
 
     With ``trained=None`` the result depends on the arguments and the code alone, and the
     function is called as ``function(**arguments)``: a measurement of this machine that the
@@ -194,8 +191,7 @@ def cached_evaluation(trained: TrainedModel, samples: int = 10_000,
                       seed: int = HELD_OUT_SEED) -> Evaluation:
     """[`evaluate`][attnprimer.training.train.evaluate] through
     [`cached_result`][attnprimer.training.model_cache.cached_result]: a site model's held-out
-    accuracy is
-    scored once, then read back by every page, figure and claims test that quotes it.
+    accuracy is scored once, then read back by every page, figure and claims test that quotes it.
 
     Examples:
         >>> import tempfile

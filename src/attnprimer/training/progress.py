@@ -1,9 +1,8 @@
 """Progress lines while the cache trains models: one line as each model finishes.
 
-A cold docs build, ``nox -s claims``, ``nox -s train`` and ``attnprimer train all`` spend most
-of their first run training models in worker processes. So that a terminal and a CI log alike
-show a working run, [`train_missing`][attnprimer.training.model_cache.train_missing] prints a line
-when it
+A cold docs build, ``nox -s claims``, ``nox -s train`` and ``attnprimer train all`` spend most of
+their first run training models in worker processes. So that a terminal and a CI log alike show a
+working run, [`train_missing`][attnprimer.training.model_cache.train_missing] prints a line when it
 starts and one as each model finishes:
 
     trained 45/159 (reversal decoder=peeky seed=2, 14.2 s) 6:31 elapsed, about 9 min left

@@ -6,8 +6,7 @@ training batches come from a generator seeded by the training seed, and held-out
 from a *different* stream, so that no evaluation ever replays the training batches.
 
 Saving is in [`attnprimer.training.checkpoints`][attnprimer.training.checkpoints]; the cache of
-trained models,
-keyed per model on the code that shapes it, in
+trained models, keyed per model on the code that shapes it, in
 [`attnprimer.training.model_cache`][attnprimer.training.model_cache].
 """
 

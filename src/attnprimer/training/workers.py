@@ -1,11 +1,10 @@
 """Worker processes that Ctrl-C stops at once and quietly.
 
 [`run_in_processes`][attnprimer.training.workers.run_in_processes] calls a function on each item in
-a
-pool of spawned processes: the model cache trains missing models with it, the figure registry
-renders chapters with it. Ctrl-C in a terminal reaches every process of the group; here only
-the parent gets it, stops the workers with SIGTERM, and each worker unwinds what it was
-doing (an atomic write removes its temporary file) and exits without a traceback.
+a pool of spawned processes: the model cache trains missing models with it, the figure registry
+renders chapters with it. Ctrl-C in a terminal reaches every process of the group; here only the
+parent gets it, stops the workers with SIGTERM, and each worker unwinds what it was doing (an atomic
+write removes its temporary file) and exits without a traceback.
 """
 
 from __future__ import annotations

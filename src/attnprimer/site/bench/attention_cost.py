@@ -20,13 +20,11 @@ is converted to an additive float mask of that size) while ``is_causal=True``
 needs no mask tensor at all.
 
 [`measure_attention_cost`][attnprimer.site.bench.attention_cost.measure_attention_cost] times both
-on this machine's
-CPU and measures the extra resident memory each call needs at its peak.
+on this machine's CPU and measures the extra resident memory each call needs at its peak.
 [`measure_in_fresh_process`][attnprimer.site.bench.attention_cost.measure_in_fresh_process] does it
-in a new Python
-process with a memory allocator set up to return every large block to the
-system at once, so that the peaks are exact; ``python -m attnprimer.site.bench.attention_cost``
-prints that measurement as a table (``nox -s bench``).
+in a new Python process with a memory allocator set up to return every large block to the system at
+once, so that the peaks are exact; ``python -m attnprimer.site.bench.attention_cost`` prints that
+measurement as a table (``nox -s bench``).
 """
 
 from __future__ import annotations

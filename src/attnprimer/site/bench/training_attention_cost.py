@@ -151,8 +151,7 @@ def measure_training_cost_in_fresh_process(
     repeats: int = SETTINGS["repeats"],
 ) -> list[CostPoint]:
     """[`measure_training_cost`][attnprimer.site.bench.training_attention_cost.measure_training_cost]
-    in two new
-    Python processes: one times the calls with the ordinary allocator, the other measures
+    in two new Python processes: one times the calls with the ordinary allocator, the other measures
     their memory (one call each) with the exact allocator of
     [`attnprimer.site.bench.attention_cost`][attnprimer.site.bench.attention_cost].
 

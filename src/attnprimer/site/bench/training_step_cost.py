@@ -11,11 +11,9 @@ the per-operation overhead dominates, the ratio is near 1 and batching pays; whe
 arithmetic dominates, it is near 3 and it cannot.
 
 ``python -m attnprimer.site.bench.training_step_cost`` (one of the ``nox -s bench`` measurements)
-prints both
-times for one model of each kind the site trains
+prints both times for one model of each kind the site trains
 ([`ARCHITECTURES`][attnprimer.site.bench.training_step_cost.ARCHITECTURES]), measured as the models
-train: one
-thread, fused Adam, the task's own batches and loss.
+train: one thread, fused Adam, the task's own batches and loss.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 * [`cached_training_cost`][attnprimer.site.experiments.attention_at_scale.cached_training_cost]:
   [`measure_training_cost_in_fresh_process`][attnprimer.site.bench.training_attention_cost.measure_training_cost_in_fresh_process]
   through [`cached_result`][attnprimer.training.model_cache.cached_result], measured once per
-  version of the
-  code on the machine that builds the page, and read back by the page's figures and tables and
-  by its claims tests;
+  version of the code on the machine that builds the page, and read back by the page's figures and
+  tables and by its claims tests;
 * [`slope`][attnprimer.site.experiments.attention_at_scale.slope]: the log-log slope of a cost
   against the length, the exponent ``k`` of a cost ``~ L^k``;
 * [`block_counts`][attnprimer.site.experiments.attention_at_scale.block_counts]: the blocks a tiled

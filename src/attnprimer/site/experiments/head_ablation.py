@@ -1,10 +1,9 @@
 """Switching attention heads off: the intervention that asks whether a model needs a head.
 
-A heatmap shows where a head looks; it does not show that the model needs what the head
-reads. [`heads_off`][attnprimer.site.experiments.head_ablation.heads_off] removes heads from a
-trained
-Transformer of [`attnprimer.transformer`][attnprimer.transformer] for the length of a
-``with`` block, so that its accuracy can be measured without them.
+A heatmap shows where a head looks; it does not show that the model needs what the head reads.
+[`heads_off`][attnprimer.site.experiments.head_ablation.heads_off] removes heads from a trained
+Transformer of [`attnprimer.transformer`][attnprimer.transformer] for the length of a ``with``
+block, so that its accuracy can be measured without them.
 
 A multi-head attention concatenates its H heads' contexts, head-major (head 1's Dh
 columns first: [`merge_heads`][attnprimer.multihead.merge_heads]), and mixes them with its

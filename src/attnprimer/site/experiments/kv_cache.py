@@ -1,16 +1,15 @@
 """What the key/value cache buys: tokens per second and memory, cache on and off, measured.
 
 * [`decoding_cost`][attnprimer.site.experiments.kv_cache.decoding_cost]: one sequence decoded
-  greedily for more and more tokens by a ``DecoderOnly`` larger than the site's (untrained:
-  speed and memory do not depend on what the weights are), with
+  greedily for more and more tokens by a ``DecoderOnly`` larger than the site's (untrained: speed
+  and memory do not depend on what the weights are), with
   [`greedy_with_cache`][attnprimer.kv_cache.greedy_with_cache] and with
   [`greedy_without_cache`][attnprimer.kv_cache.greedy_without_cache]; time, the bytes the cache
-  holds at the end, and the peak resident memory of the whole decoding. It runs in two fresh
-  Python processes on one thread: one times the decodings with the ordinary allocator, the
-  other measures their memory with the exact allocator of
-  [`attnprimer.site.bench.attention_cost`][attnprimer.site.bench.attention_cost]
-  (which makes every step's fresh cache tensors pay for new pages, and so would slow the
-  times).
+  holds at the end, and the peak resident memory of the whole decoding. It runs in two fresh Python
+  processes on one thread: one times the decodings with the ordinary allocator, the other measures
+  their memory with the exact allocator of
+  [`attnprimer.site.bench.attention_cost`][attnprimer.site.bench.attention_cost] (which makes every
+  step's fresh cache tensors pay for new pages, and so would slow the times).
 * [`cache_equals_recomputation`][attnprimer.site.experiments.kv_cache.cache_equals_recomputation]:
   on a trained site model and a padded batch of held-out inputs of 1 to 20 letters (the
   training lengths are 1 to 10), the cached decoding against the model's own greedy one.

@@ -233,14 +233,13 @@ def counts_or_length(trained: TrainedModel, lengths: tuple[int, ...] = COUNTING_
                      short: int = 10, samples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Why a counting model fails at lengths it never trained on: the counts, or the length.
 
-    A longer random input is longer *and* holds larger counts. Two measurements pull the two
-    apart. The first conditions: on the held-out inputs of the length figure
+    A longer random input is longer *and* holds larger counts. Two measurements pull the two apart.
+    The first conditions: on the held-out inputs of the length figure
     ([`accuracy_by_length`][attnprimer.site.experiments.length_curves.accuracy_by_length], the same
-    seed), the
-    inputs whose every count stays at most ``short`` are scored apart from the others. The
-    second intervenes: the held-out inputs of ``short`` tokens get blanks appended up to each
-    length, so the counts and the right answers stay those of a short input and only the
-    length grows (the counting models have no positions: where the blanks go does not matter).
+    seed), the inputs whose every count stays at most ``short`` are scored apart from the others.
+    The second intervenes: the held-out inputs of ``short`` tokens get blanks appended up to each
+    length, so the counts and the right answers stay those of a short input and only the length
+    grows (the counting models have no positions: where the blanks go does not matter).
 
     Returns:
         ``largest_class``: the largest count the model has a class for; and one value per

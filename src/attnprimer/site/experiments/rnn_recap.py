@@ -8,15 +8,13 @@ decoding), on held-out inputs of 1 to 20 letters, in every seed of
   [`REVERSAL_DECODERS`][attnprimer.site.catalogue.REVERSAL_DECODERS] (vanilla, peeky, attention
   with two scores), each trained 1,200 steps with a state of 64 floats;
 * [`bottleneck_curves`][attnprimer.site.experiments.rnn_recap.bottleneck_curves]: the vanilla
-  decoder
-  alone, as the site trains it, three times longer, and three times longer with half the state
-  ([`VANILLA_BOTTLENECK`][attnprimer.site.catalogue.VANILLA_BOTTLENECK]). One setting changes
-  between neighbours: the training budget, then the state's size, and with it the width of
-  both GRUs.
+  decoder alone, as the site trains it, three times longer, and three times longer with half the
+  state ([`VANILLA_BOTTLENECK`][attnprimer.site.catalogue.VANILLA_BOTTLENECK]). One setting changes
+  between neighbours: the training budget, then the state's size, and with it the width of both
+  GRUs.
 
 The measurements go through [`cached_result`][attnprimer.training.model_cache.cached_result]: the
-docs build
-computes them once and the claims tests read them back.
+docs build computes them once and the claims tests read them back.
 """
 
 from __future__ import annotations

@@ -217,10 +217,9 @@ def multihead_shapes(batch: int = 2, length: int = 5, memory_length: int = 7, di
 
 def cached_sdpa_points() -> list[SdpaPoint]:
     """[`measure_sdpa_in_fresh_process`][attnprimer.site.bench.attention_cost.measure_sdpa_in_fresh_process]
-    at its
-    default lengths, measured once per version of the measuring code (and what it imports) and
-    kept in the cache: the page's table and its test read the same kernels and peaks. Memory
-    and kernel names only, no times, so what else the machine runs does not change them."""
+    at its default lengths, measured once per version of the measuring code (and what it imports)
+    and kept in the cache: the page's table and its test read the same kernels and peaks. Memory and
+    kernel names only, no times, so what else the machine runs does not change them."""
     return cached_result(measure_sdpa_in_fresh_process, None,
                          encode=lambda points: [list(point) for point in points],
                          decode=lambda data: [SdpaPoint(*point) for point in data])

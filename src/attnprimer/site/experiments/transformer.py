@@ -1,10 +1,9 @@
 """The experiments of the chapter "The Transformer": where the trained models fail, and why.
 
 * [`copies_by_position`][attnprimer.site.experiments.transformer.copies_by_position]:
-  teacher-forced,
-  how often a model writes the right letter, grouped by the input position that letter is
-  copied from, and how often it ends at the right step. On inputs longer than any in training
-  it separates "cannot read position 12" from "has lost its way after an early mistake".
+  teacher-forced, how often a model writes the right letter, grouped by the input position that
+  letter is copied from, and how often it ends at the right step. On inputs longer than any in
+  training it separates "cannot read position 12" from "has lost its way after an early mistake".
 
 When a model first reached 99 % while training is the Bahdanau chapter's
 [`first_step_reaching`][attnprimer.site.experiments.bahdanau.first_step_reaching], used as it is.
@@ -70,7 +69,6 @@ def copies_by_position(trained: TrainedModel, lengths: Iterable[int], samples: i
 
 def cached_copies_by_position(trained: TrainedModel, lengths: Iterable[int],
                               samples: int = 500) -> dict[str, list[float]]:
-    """[`copies_by_position`][attnprimer.site.experiments.transformer.copies_by_position]
-    through the
-    result cache: the page's figure and the claims tests read the same numbers."""
+    """[`copies_by_position`][attnprimer.site.experiments.transformer.copies_by_position] through
+    the result cache: the page's figure and the claims tests read the same numbers."""
     return cached_result(copies_by_position, trained, lengths=list(lengths), samples=samples)

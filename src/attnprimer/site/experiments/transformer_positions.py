@@ -224,8 +224,7 @@ def position_scores(trained: TrainedModel, lengths: Iterable[int], source: str =
 def cached_position_scores(trained: TrainedModel, lengths: Iterable[int], source: str = "natural",
                            target: str = "natural", samples: int = 500) -> dict[str, list[float]]:
     """[`position_scores`][attnprimer.site.experiments.transformer_positions.position_scores]
-    through
-    the result cache: the page and the claims tests read the same numbers."""
+    through the result cache: the page and the claims tests read the same numbers."""
     return cached_result(position_scores, trained, lengths=list(lengths), source=source,
                          target=target, samples=samples)
 
@@ -268,8 +267,7 @@ def extra_letters(trained: TrainedModel, length: int, shifts: Iterable[int], mos
 
 def cached_extra_letters(trained: TrainedModel, length: int, shifts: Iterable[int],
                          samples: int = 500) -> list[float]:
-    """[`extra_letters`][attnprimer.site.experiments.transformer_positions.extra_letters]
-    through the
-    result cache."""
+    """[`extra_letters`][attnprimer.site.experiments.transformer_positions.extra_letters] through
+    the result cache."""
     return cached_result(extra_letters, trained, length=length, shifts=list(shifts),
                          samples=samples)

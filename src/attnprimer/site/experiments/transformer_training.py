@@ -2,10 +2,9 @@
 
 * [`first_gradient_norms`][attnprimer.site.experiments.transformer_training.first_gradient_norms]:
   the gradient of the very first training step, as [`train`][attnprimer.training.train.train]
-  computes
-  it (same initialisation, same first batch), its size block by block. Xiong et al. (2020)
-  explain post-LN's need for a warm-up by the size of these gradients at initialisation; here
-  they are measured, for pre-LN, post-LN and blocks without residual connections.
+  computes it (same initialisation, same first batch), its size block by block. Xiong et al. (2020)
+  explain post-LN's need for a warm-up by the size of these gradients at initialisation; here they
+  are measured, for pre-LN, post-LN and blocks without residual connections.
 * [`position_spread`][attnprimer.site.experiments.transformer_training.position_spread]: how much
   the encoder's output vectors differ from one input position to the next. Attention averages
   the positions it reads; without the residual path that keeps each position's own vector,

@@ -8,19 +8,16 @@ layers of ``explorer-nn.js``; ``explorer.js`` reads the controls and draws); thi
 them the weights.
 
 [`explorer_data`][attnprimer.site.explorer.export.explorer_data] collects, for each model the page
-runs
-([`explorer_models`][attnprimer.site.explorer.export.explorer_models]), what
+runs ([`explorer_models`][attnprimer.site.explorer.export.explorer_models]), what
 [`attnprimer.site.explorer.families`][attnprimer.site.explorer.families] exports for its family (the
-task's settings and every parameter the forward pass reads, exactly), its label, and its
-held-out exact match.
+task's settings and every parameter the forward pass reads, exactly), its label, and its held-out
+exact match.
 
 [`write_explorer_data`][attnprimer.site.explorer.export.write_explorer_data] writes all of it as one
-JSON
-file, deterministically (sorted keys, no timestamps: identical weights give identical bytes)
+JSON file, deterministically (sorted keys, no timestamps: identical weights give identical bytes)
 and atomically, and leaves the file alone when it would not change. The docs build hook
 ``docs/hooks/explorer.py`` runs [`export_site`][attnprimer.site.explorer.export.export_site], which
-calls
-it, in a fresh process.
+calls it, in a fresh process.
 """
 
 from __future__ import annotations

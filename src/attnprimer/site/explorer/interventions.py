@@ -9,12 +9,11 @@ reader make them on one input in the browser. These functions are the same inter
 ordinary forward passes, so that the site's tests can check the page against them:
 
 * [`difference_intervened`][attnprimer.site.explorer.interventions.difference_intervened]: the
-  difference
-  model's last step may not read some output steps, or reads the A step with the weight it
-  gave the B step and the other way round (the self-attention chapter);
+  difference model's last step may not read some output steps, or reads the A step with the weight
+  it gave the B step and the other way round (the self-attention chapter);
 * [`reversal_forced`][attnprimer.site.explorer.interventions.reversal_forced]: greedy decoding in
-  which one
-  step of the attention decoder must read one chosen input position (the Bahdanau chapter);
+  which one step of the attention decoder must read one chosen input position (the Bahdanau
+  chapter);
 * switching Transformer heads off is
   [`heads_off`][attnprimer.site.experiments.head_ablation.heads_off].
 

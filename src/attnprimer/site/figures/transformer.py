@@ -1,12 +1,11 @@
 """Figures and tables of the chapter "The Transformer" (``docs/chapters/transformer.md``).
 
-The two Transformers of the catalogue (``TRANSFORMERS``: encoder-decoder and decoder-only,
-three seeds each) beside the RNN encoder-decoders of the Bahdanau chapter, on the same task and
-held-out sequences: teacher forcing in one pass, exact match against the input length, what
-training cost, and where the Transformers fail beyond their training lengths
+The two Transformers of the catalogue (``TRANSFORMERS``: encoder-decoder and decoder-only, three
+seeds each) beside the RNN encoder-decoders of the Bahdanau chapter, on the same task and held-out
+sequences: teacher forcing in one pass, exact match against the input length, what training cost,
+and where the Transformers fail beyond their training lengths
 ([`attnprimer.site.experiments.transformer`][attnprimer.site.experiments.transformer]). The block
-diagram
-is drawn in
+diagram is drawn in
 [`attnprimer.site.figures.attention_diagrams`][attnprimer.site.figures.attention_diagrams].
 """
 
