@@ -82,7 +82,8 @@ def _add_code(relative: str):
 
 def test_the_site_has_models_of_every_task():
     assert {model.task.name for model in SITE_MODELS} == {
-        "counting", "difference", "signal", "reversal", "reversal-transformer", "copy-reverse"}
+        "counting", "difference", "signal", "reversal", "reversal-transformer", "copy-reverse",
+        "partners"}
 
 
 @pytest.mark.parametrize("module, retrained", [
@@ -97,12 +98,14 @@ def test_the_site_has_models_of_every_task():
     ("positional.py", {"signal", "reversal-transformer", "copy-reverse"}),
     ("models/signal.py", {"signal"}),
     ("models/difference.py", {"difference"}),
+    ("models/partners.py", {"partners"}),
+    ("tasks/partners.py", {"partners"}),
     ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
     ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer",
-                        "copy-reverse"}),
+                        "copy-reverse", "partners"}),
     ("training/train.py", {"counting", "difference", "signal", "reversal",  # the training loop
-                  "reversal-transformer", "copy-reverse"}),
+                  "reversal-transformer", "copy-reverse", "partners"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained

@@ -8,6 +8,8 @@ encoding.md``).
   (the queries, keys and values chapter);
 * [`attnprimer.models.difference`][attnprimer.models.difference]: the counting model with
   self-attention over its output steps (the self-attention chapter);
+* [`attnprimer.models.partners`][attnprimer.models.partners]: self-attention over tokens, with
+  and without learned projections (the self-attention chapter);
 * [`attnprimer.models.signal`][attnprimer.models.signal]: one encoder layer with a positional
   encoding (the positional-encoding chapter).
 

@@ -25,6 +25,7 @@ from attnprimer.tasks import (
     CopyReverseTask,
     CountingTask,
     DifferenceTask,
+    PartnersTask,
     ReversalTask,
     ReversalTransformerTask,
     SignalTask,
@@ -51,6 +52,7 @@ __all__ = [
     "NORM_PLACEMENTS",
     "NO_RESIDUALS",
     "ORIGINAL_COUNTING_RECIPE",
+    "PARTNERS_VARIANTS",
     "PROJECTION_SWEEP_LRS",
     "REVERSAL_BIDIRECTIONAL",
     "REVERSAL_DECODERS",
@@ -156,6 +158,13 @@ does (and with it the width of both GRUs)."""
 VANILLA_BOTTLENECK_STEPS = 3600
 """Three times the reversal models' default budget."""
 
+PARTNERS_VARIANTS: dict[str, dict[str, bool]] = {
+    "with W_q, W_k, W_v": {"projections": True},
+    "without projections": {"projections": False},
+}
+"""The partners models the self-attention chapter compares, by name: their task settings. The
+same model, embedding and readout; only whether a token's query, key and value are learned
+maps of it or the token itself."""
 PROJECTION_SWEEP_LRS: tuple[float, ...] = (1e-2, 3e-3)
 """The peak learning rates the self-attention chapter also tries for the difference variant with
 learned W_q, W_k, W_v (its default, 3e-2, was tuned for the models without them)."""
@@ -269,6 +278,9 @@ SITE_MODELS: tuple[SiteModel, ...] = (
     *(SiteModel(CountingTask(), TrainConfig(**{**CountingTask.train_defaults, **settings},
                                             seed=seed))
       for settings in COUNTING_RECIPES.values() if settings for seed in SEEDS),
+    # self-attention: tokens that look for their partner, with and without projections
+    *(SiteModel.default(PartnersTask(**settings), seed)
+      for settings in PARTNERS_VARIANTS.values() for seed in SEEDS),
     # self-attention: the W_q, W_k, W_v difference variant at lower peak learning rates, so that
     # "more parameters did not help" is not an artefact of a learning rate tuned without them
     *(SiteModel(DifferenceTask(self_att=True, projections=True),

@@ -66,8 +66,9 @@ def attention_report(
           [0.1, 0.1, 0.4, 0.4]
     """
     labels = task.output_labels()
-    shown = ["_" if char == BLANK else char for char in task.decode(tokens)]
-    width = max(len(str(len(shown) - 1)), 1)
+    # One label per token: a letter, or a letter and its digit (the partners task).
+    shown = ["_" if char == BLANK else char for char in map(task.decode, tokens[:, None])]
+    width = max(len(str(len(shown) - 1)), *map(len, shown))
     lines = [
         "Input:       " + " ".join(char.rjust(width) for char in shown),
         "             " + " ".join(str(step).rjust(width) for step in range(len(shown)))

@@ -12,6 +12,7 @@ from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.copy_reverse import CopyReverseTask
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
+from attnprimer.tasks.partners import PartnersTask
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
 from attnprimer.tasks.signal import SignalTask
@@ -23,6 +24,7 @@ __all__ = [
     "CopyReverseTask",
     "CountingTask",
     "DifferenceTask",
+    "PartnersTask",
     "ReversalTask",
     "ReversalTransformerTask",
     "SignalTask",
@@ -33,6 +35,7 @@ __all__ = [
 TASKS: dict[str, type[Task]] = {
     CountingTask.name: CountingTask,
     DifferenceTask.name: DifferenceTask,
+    PartnersTask.name: PartnersTask,
     SignalTask.name: SignalTask,
     ReversalTask.name: ReversalTask,
     ReversalTransformerTask.name: ReversalTransformerTask,
@@ -50,7 +53,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         Traceback (most recent call last):
         ...
         ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference,
-        reversal, reversal-transformer, signal
+        partners, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

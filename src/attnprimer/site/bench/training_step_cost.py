@@ -106,6 +106,7 @@ def step_cost(model: SiteModel, *, steps: int = 50, warmup: int = 10) -> StepCos
 ARCHITECTURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("counting", {}),
     ("difference", {"self_att": True}),
+    ("partners", {}),
     ("signal", {"pos_enc": "learned"}),
     ("reversal", {"decoder": "vanilla"}),
     ("reversal", {}),
@@ -123,7 +124,7 @@ def architectures() -> list[SiteModel]:
     [`ARCHITECTURES`][attnprimer.site.bench.training_step_cost.ARCHITECTURES].
 
     Examples:
-        >>> [model.label for model in architectures()][3:5]
+        >>> [model.label for model in architectures()][4:6]
         ['reversal decoder=vanilla seed=0', 'reversal seed=0']
     """
     return [site_model(task, **settings) for task, settings in ARCHITECTURES]

@@ -34,6 +34,7 @@ import attnprimer.site.figures.rnn_diagrams as rnn_diagrams
 import attnprimer.site.figures.rnn_recap as rnn_recap
 import attnprimer.site.figures.scale_diagrams as scale_diagrams
 import attnprimer.site.figures.self_attention as self_attention
+import attnprimer.site.figures.self_attention_tokens as self_attention_tokens
 import attnprimer.site.figures.transformer as transformer
 import attnprimer.site.figures.transformer_lengths as transformer_lengths
 import attnprimer.site.figures.transformer_training as transformer_training
@@ -44,7 +45,8 @@ from attnprimer.training.workers import run_in_processes
 
 __all__ = ["FIGURES", "MODULES", "SiteBuild", "render_all", "render_site"]
 
-MODULES = (rnn_recap, rnn_diagrams, bahdanau, qkv, self_attention, positional_encoding,
+MODULES = (rnn_recap, rnn_diagrams, bahdanau, qkv, self_attention, self_attention_tokens,
+           positional_encoding,
            transformer, transformer_lengths, transformer_training, length_generalisation,
            attention_at_scale, kv_cache, attention_diagrams, scale_diagrams, position_diagrams,
            home)
