@@ -18,7 +18,7 @@ from attnprimer.site.bench.attention_cost import (
     measure_in_fresh_process,
     sdpa_kernel_name,
 )
-from attnprimer.site.experiments.self_attention import cached_sdpa_points
+from attnprimer.site.experiments.attention_at_scale import cached_sdpa_points
 
 LINUX = sys.platform.startswith("linux")
 

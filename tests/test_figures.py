@@ -695,7 +695,7 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
     render_all(tmp_path, workers=2)  # one chapter: no processes needed
     assert order == [("measured", os.getpid()), ("first", os.getpid()), ("last", os.getpid())]
     assert [key for key, recipe in FIGURES.items() if recipe.alone] == [
-        "self-attention/cost", "self-attention/cost_table", "self-attention/sdpa_table",
+        "self-attention/cost", "self-attention/cost_table",
         "attention-at-scale/training_cost", "attention-at-scale/local_cost",
         "attention-at-scale/cost_table", "attention-at-scale/local_table",
         "attention-at-scale/targets",

@@ -20,11 +20,16 @@ from collections.abc import Iterable
 import numpy as np
 
 from attnprimer.block_mask import BlockMask
-from attnprimer.site.bench.attention_cost import CostPoint
+from attnprimer.site.bench.attention_cost import (
+    CostPoint,
+    SdpaPoint,
+    measure_sdpa_in_fresh_process,
+)
 from attnprimer.site.bench.training_attention_cost import measure_training_cost_in_fresh_process
 from attnprimer.training.model_cache import cached_result
 
-__all__ = ["KINDS", "block_counts", "block_kinds", "cached_training_cost", "of", "slope"]
+__all__ = ["KINDS", "block_counts", "block_kinds", "cached_sdpa_points", "cached_training_cost",
+           "of", "slope"]
 
 KINDS = ("skipped", "masked", "whole")
 """What a tiled pass does with a block: skips it, computes it and masks it, computes it whole."""
@@ -112,3 +117,13 @@ def block_counts(length: int, block_size: int,
         kinds = [kind for row in block_kinds(length, block_size, mask) for kind in row]
         counts[name] = {kind: kinds.count(kind) for kind in KINDS}
     return counts
+
+
+def cached_sdpa_points() -> list[SdpaPoint]:
+    """[`measure_sdpa_in_fresh_process`][attnprimer.site.bench.attention_cost.measure_sdpa_in_fresh_process]
+    at its default lengths, measured once per version of the measuring code (and what it imports)
+    and kept in the cache: the page's table and its test read the same kernels and peaks. Memory and
+    kernel names only, no times, so what else the machine runs does not change them."""
+    return cached_result(measure_sdpa_in_fresh_process, None,
+                         encode=lambda points: [list(point) for point in points],
+                         decode=lambda data: [SdpaPoint(*point) for point in data])

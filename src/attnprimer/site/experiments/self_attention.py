@@ -10,9 +10,6 @@
   each state's own length);
 * [`multihead_shapes`][attnprimer.site.experiments.self_attention.multihead_shapes]: the shapes
   inside [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention], by running it;
-* [`cached_sdpa_points`][attnprimer.site.experiments.self_attention.cached_sdpa_points]: what
-  PyTorch's fused attention runs and holds on this machine, measured once per version of the
-  measuring code.
 
 Shape legend: B batch, S input length, T output steps, D hidden size.
 """
@@ -24,7 +21,6 @@ from torch.nn import functional as F
 
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import MultiHeadAttention, split_heads
-from attnprimer.site.bench.attention_cost import SdpaPoint, measure_sdpa_in_fresh_process
 from attnprimer.site.catalogue import DIFFERENCE_VARIANTS, PROJECTION_SWEEP_LRS, SEEDS, site_seeds
 from attnprimer.site.experiments.bahdanau import first_step_reaching
 from attnprimer.site.experiments.difference_model import mean_self_attention
@@ -39,7 +35,6 @@ __all__ = [
     "SHORT_NAMES",
     "broadcast_step",
     "cached_readout",
-    "cached_sdpa_points",
     "difference_models",
     "difference_step_readout",
     "mean_first_reaching",
@@ -213,13 +208,3 @@ def multihead_shapes(batch: int = 2, length: int = 5, memory_length: int = 7, di
         ("merge_heads, then W_o", "output", output),
     ]
     return [(note, name, tuple(tensor.shape)) for note, name, tensor in rows]
-
-
-def cached_sdpa_points() -> list[SdpaPoint]:
-    """[`measure_sdpa_in_fresh_process`][attnprimer.site.bench.attention_cost.measure_sdpa_in_fresh_process]
-    at its default lengths, measured once per version of the measuring code (and what it imports)
-    and kept in the cache: the page's table and its test read the same kernels and peaks. Memory and
-    kernel names only, no times, so what else the machine runs does not change them."""
-    return cached_result(measure_sdpa_in_fresh_process, None,
-                         encode=lambda points: [list(point) for point in points],
-                         decode=lambda data: [SdpaPoint(*point) for point in data])

@@ -22,6 +22,7 @@ from attnprimer.site.experiments.attention_at_scale import (
     KINDS,
     block_counts,
     block_kinds,
+    cached_sdpa_points,
     cached_training_cost,
     of,
     slope,
@@ -302,3 +303,31 @@ def targets_rows() -> list[list[str]]:
 def targets() -> str:
     return markdown_table(["what", "target", "measured", "met"], targets_rows(),
                           align="lrrl", caption=f"{_settings()}.")
+
+
+KERNEL_PREFIX = "aten::_scaled_dot_product_"
+
+
+@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
+        alone=True)
+def sdpa_table() -> str:
+    points = cached_sdpa_points()
+    variants = list(dict.fromkeys(point.variant for point in points))
+    lengths = sorted({point.length for point in points})
+    by = {(point.variant, point.length): point for point in points}
+
+    def mib(peak_bytes: int | None) -> str:
+        return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.1f} MiB"
+
+    rows = [[f"`{variant}`" if "=" in variant else variant,
+             f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
+             *(mib(by[variant, length].peak_bytes) for length in lengths)]
+            for variant in variants]
+    return markdown_table(
+        ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
+        rows, align="ll" + "r" * len(lengths),
+        caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
+                f"heads of Dh = 64, float32, on this machine's CPU with "
+                f"{torch.get_num_threads()} threads, in a fresh process; the kernel as "
+                f"torch.profiler names it, without its prefix `{KERNEL_PREFIX}` (torch "
+                f"{torch.__version__}). The dense mask is built inside the call.")

@@ -28,7 +28,6 @@ from attnprimer.site.experiments.self_attention import (
     READOUT_CONDITIONS,
     broadcast_step,
     cached_readout,
-    cached_sdpa_points,
     difference_models,
     mean_first_reaching,
     projection_sweep_models,
@@ -310,27 +309,6 @@ def cost_table() -> str:
                 f"One sequence, H = 4 heads of Dh = 64, float32, forward only, CPU, "
                 f"{torch.get_num_threads()} threads, fastest of 3 calls (median of 3 for "
                 "memory), measured when this page was built.")
-
-
-KERNEL_PREFIX = "aten::_scaled_dot_product_"
-
-
-@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
-        alone=True)
-def sdpa_table() -> str:
-    variants, lengths, by = _grid(cached_sdpa_points())
-    rows = [[f"`{variant}`" if "=" in variant else variant,
-             f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
-             *(_mib(by[variant, length].peak_bytes) for length in lengths)]
-            for variant in variants]
-    return markdown_table(
-        ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
-        rows, align="ll" + "r" * len(lengths),
-        caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
-                f"heads of Dh = 64, float32, on this machine's CPU with "
-                f"{torch.get_num_threads()} threads, in a fresh process; the kernel as "
-                f"torch.profiler names it, without its prefix `{KERNEL_PREFIX}` (torch "
-                f"{torch.__version__}). The dense mask is built inside the call.")
 
 
 @recipe("multihead_shapes", "the shapes inside multi-head attention, printed by running it")
