@@ -1,9 +1,11 @@
 """Figures and tables of the chapter "RNN recap" (``docs/chapters/rnn-recap.md``).
 
-The GRU encoder-decoders of the reversal task (vanilla, peeky, and with attention): exact
-match against the input length, inside and beyond the lengths they were trained on, in three
-seeds each; and the vanilla decoder trained longer, and with a smaller state (and so narrower
-GRUs), to tell the training budget from the network's size. The measurements are
+The GRU encoder-decoders of the reversal task that read the input through one vector (vanilla
+and peeky): exact match against the input length, inside and beyond the lengths they were
+trained on, in three seeds each; and the vanilla decoder trained longer, and with a smaller
+state (and so narrower GRUs), to tell the training budget from the network's size. The
+attention decoders are measured alongside them, but shown in the Bahdanau chapter, after
+attention is explained. The measurements are
 [`attnprimer.site.experiments.rnn_recap`][attnprimer.site.experiments.rnn_recap]'s.
 """
 
@@ -24,10 +26,14 @@ from attnprimer.site.experiments.rnn_recap import (
 from attnprimer.site.figures.curves import plot_length_generalisation
 from attnprimer.site.figures.plotting import BLUE, GREY, ORANGE
 from attnprimer.site.figures.recipes import recipe
-from attnprimer.site.figures.tables import markdown_table, percent
+from attnprimer.site.figures.tables import markdown_table, mean_range
 from attnprimer.training.train import TrainedModel
 
-__all__ = ["plot_length_curves", "reversal_model"]
+__all__ = ["PAGE_DECODERS", "page_curves", "plot_length_curves", "reversal_model"]
+
+PAGE_DECODERS = ("vanilla", "peeky")
+"""The decoders this page compares: those that read the input through one vector. The
+attention decoders come in the Bahdanau chapter, once attention has been explained."""
 
 
 def reversal_model(decoder: str) -> TrainedModel:
@@ -58,27 +64,27 @@ def plot_length_curves(curves: LengthCurves, trained_length: int) -> Figure:
     return figure
 
 
-@recipe("length", "exact match against input length for the encoder-decoders, three seeds each")
+def page_curves() -> LengthCurves:
+    """Exact match by input length of the decoders this page compares, in every seed."""
+    curves = decoder_curves()
+    return LengthCurves(curves.lengths, {label: curves.by_seed[label] for label in PAGE_DECODERS})
+
+
+@recipe("length", "exact match against input length for the one-vector decoders, three seeds each")
 def length() -> Figure:
-    return plot_length_curves(decoder_curves(), reversal_model("vanilla").task.max_len)
+    return plot_length_curves(page_curves(), reversal_model("vanilla").task.max_len)
 
 
 JOINED_DASH = "&#8288;–&#8288;"
 """An en dash the browser may not break a line at (word joiners on both sides)."""
 
 
-def _spread(values: np.ndarray) -> str:
-    """A mean over seeds, and under it the seeds' range: ``54.9 % <br>(51.5–55.8)``."""
-    low, high = 100 * values.min(), 100 * values.max()
-    return f"{percent(values.mean(), 1)}<br>({low:.1f}{JOINED_DASH}{high:.1f})"
-
-
 def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]], note: str) -> str:
     first = next(iter(models.values()))[0]
     longest = first.task.max_len
     inside, beyond = range(first.task.min_len, longest + 1), range(longest + 1, 2 * longest + 1)
-    rows = [[label, _spread(curves.over(label, inside)), _spread(curves.over(label, beyond)),
-             _spread(curves.at(label, longest)), _spread(curves.at(label, 2 * longest))]
+    rows = [[label, mean_range(curves.over(label, inside)), mean_range(curves.over(label, beyond)),
+             mean_range(curves.at(label, longest)), mean_range(curves.at(label, 2 * longest))]
             for label in curves.by_seed]
     seeds = len(next(iter(curves.by_seed.values())))
     return markdown_table(
@@ -88,17 +94,17 @@ def _exact_match_table(curves: LengthCurves, models: dict[str, list[SiteModel]],
         rows,
         caption=f"Exact match (the whole reversed sequence and its end token right), greedy "
                 f"decoding, 1,000 held-out sequences per length, averaged over the lengths of "
-                f"each column: the mean over {seeds} seeds, and under it, in brackets, the lowest "
-                f"and the highest seed (%). {note}")
+                f"each column, in %: the mean over {seeds} seeds, then, in brackets, the lowest "
+                f"and the highest seed. {note}")
 
 
-@recipe("accuracy", "held-out exact match of the encoder-decoders, inside and beyond training")
+@recipe("accuracy", "held-out exact match of the one-vector decoders, inside and beyond training")
 def accuracy() -> str:
-    models = decoder_models()
+    models = {label: seeds for label, seeds in decoder_models().items() if label in PAGE_DECODERS}
     first = models["vanilla"][0]
     config = first.config
     return _exact_match_table(
-        decoder_curves(), models,
+        page_curves(), models,
         f"Every model: a GRU encoder and decoder of {first.task.hidden} floats each, trained "
         f"{config.steps:,} steps on lengths {first.task.min_len}–{first.task.max_len}, batches of "
         f"{config.batch_size}, teacher forcing, Adam from lr {config.lr:g} with "
