@@ -32,7 +32,8 @@ def test_the_table_prints_every_number_the_attention_computed():
         assert math.isclose(float(scaled), worked.scaled[0, index].item(), abs_tol=5e-4)
         assert math.isclose(float(exp), exps[index].item(), abs_tol=5e-4)
         assert math.isclose(float(weight), worked.weights[0, index].item(), abs_tol=5e-4)
-    context = [float(x) for x in total[2].split("**")[1].strip("()").split(",")]
+    assert total[0] == "**context**"
+    context = [float(x) for x in total[2].strip("*()").split(",")]
     for printed, computed in zip(context, worked.context[0].tolist(), strict=True):
         assert math.isclose(printed, computed, abs_tol=5e-3)
     assert math.isclose(float(total[5]), exps.sum().item(), abs_tol=5e-4)

@@ -49,8 +49,8 @@ def _vector(values, digits: int = 0) -> str:
 
 
 def worked_table(worked: WorkedAttention) -> str:
-    """One query's attention over a few keys as a table: a row per key with every step, then a
-    row of sums, whose value column is the context.
+    """One query's attention over a few keys as a table: a row per key with every step, then
+    the context and the sums of the exponentials and the weights.
 
     Examples:
         >>> print(worked_table(qkv_example()).splitlines()[2])
@@ -62,15 +62,17 @@ def worked_table(worked: WorkedAttention) -> str:
              f"{weight:.3f}"] for token, key, value, score, scale, exp, weight in zip(
                 TOKENS, worked.keys.tolist(), worked.values.tolist(), scores.tolist(),
                 scaled.tolist(), exps.tolist(), weights.tolist(), strict=True)]
-    rows.append(["**sum**", "", f"context **{_vector(worked.context[0].tolist(), 2)}**", "", "",
-                 f"{exps.sum().item():.3f}", f"{weights.sum().item():.3f}"])
+    context = _vector(worked.context[0].tolist(), 2).replace(" ", "\u00a0")  # one line
+    rows.append(["**context**", "", f"**{context}**", "", "", f"{exps.sum().item():.3f}",
+                 f"{weights.sum().item():.3f}"])
     dim = worked.keys.shape[-1]
     return markdown_table(
         ["token", "key $k$", "value $v$", "$q \\cdot k$", f"$s = q \\cdot k / \\sqrt{{{dim}}}$",
          "$e^{s}$", "weight"], rows, align="lllrrrr",
         caption=f"The query is $q = {_vector(QUERY)}$ and $D_k = {dim}$. Each weight is its $e^s$ "
-                "divided by their sum; the context is the sum of the values, each times its "
-                "weight; all rounded to the places shown.")
+                "divided by the sum of the three. The last row holds the context, the values "
+                "each times its weight and summed, and the sums of the last two columns. "
+                "Rounded to the places shown.")
 
 
 def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Figure:
