@@ -6,7 +6,7 @@ import math
 
 from attnprimer.site.experiments.worked_example import KEYS, QUERY, TOKENS, VALUES, qkv_example
 from attnprimer.site.figures import FIGURES
-from attnprimer.site.figures.qkv import worked_table
+from attnprimer.site.figures.worked_example import worked_table
 
 
 def _cells(table: str) -> list[list[str]]:

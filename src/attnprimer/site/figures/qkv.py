@@ -31,48 +31,18 @@ from attnprimer.site.experiments.qkv import (
     recipe_ablation,
     score_saturation,
 )
-from attnprimer.site.experiments.worked_example import QUERY, TOKENS, WorkedAttention, qkv_example
+from attnprimer.site.experiments.worked_example import qkv_example
 from attnprimer.site.figures.curves import plot_accuracy_curves, plot_training
 from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, HEATMAP, ORANGE, plot_task_attention
 from attnprimer.site.figures.recipes import recipe
 from attnprimer.site.figures.tables import cli_sample, markdown_table, mean_range
+from attnprimer.site.figures.worked_example import worked_table
 from attnprimer.site.report import attention_report
 from attnprimer.softmax import logsumexp, naive_softmax, stable_softmax
 from attnprimer.training.train import predict_one
 
 __all__ = ["plot_cosine_vs_dot", "plot_kernel_regression", "plot_own_letter_mass",
-           "plot_score_functions", "plot_score_scaling", "worked_table"]
-
-
-def _vector(values, digits: int = 0) -> str:
-    return "(" + ", ".join(f"{value:.{digits}f}" for value in values) + ")"
-
-
-def worked_table(worked: WorkedAttention) -> str:
-    """One query's attention over a few keys as a table: a row per key with every step, then
-    the context and the sums of the exponentials and the weights.
-
-    Examples:
-        >>> print(worked_table(qkv_example()).splitlines()[2])
-        | a | (1, 0) | (10, 0) | 2 | 1.414 | 4.113 | 0.284 |
-    """
-    (scores,), (scaled,), (weights,) = worked.scores, worked.scaled, worked.weights
-    exps = scaled.exp()
-    rows = [[token, _vector(key), _vector(value), f"{score:g}", f"{scale:.3f}", f"{exp:.3f}",
-             f"{weight:.3f}"] for token, key, value, score, scale, exp, weight in zip(
-                TOKENS, worked.keys.tolist(), worked.values.tolist(), scores.tolist(),
-                scaled.tolist(), exps.tolist(), weights.tolist(), strict=True)]
-    context = _vector(worked.context[0].tolist(), 2).replace(" ", "\u00a0")  # one line
-    rows.append(["**context**", "", f"**{context}**", "", "", f"{exps.sum().item():.3f}",
-                 f"{weights.sum().item():.3f}"])
-    dim = worked.keys.shape[-1]
-    return markdown_table(
-        ["token", "key $k$", "value $v$", "$q \\cdot k$", f"$s = q \\cdot k / \\sqrt{{{dim}}}$",
-         "$e^{s}$", "weight"], rows, align="lllrrrr",
-        caption=f"The query is $q = {_vector(QUERY)}$ and $D_k = {dim}$. Each weight is its $e^s$ "
-                "divided by the sum of the three. The last row holds the context, the values "
-                "each times its weight and summed, and the sums of the last two columns. "
-                "Rounded to the places shown.")
+           "plot_score_functions", "plot_score_scaling"]
 
 
 def plot_cosine_vs_dot(samples: int = 400, dim: int = 128, seed: int = 0) -> Figure:
