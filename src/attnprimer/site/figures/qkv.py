@@ -1,7 +1,8 @@
 """Figures and tables of the chapter "Queries, keys and values" (``docs/chapters/qkv.md``).
 
-Dot products against cosines, why scores are scaled by sqrt(Dk), the stable softmax,
-Nadaraya–Watson kernel regression, three score functions, and the trained counting models:
+The worked example (one query over three 2-D keys, every number), dot products against cosines,
+why scores are scaled by sqrt(Dk), the stable softmax, Nadaraya–Watson kernel regression, three
+score functions, and the trained counting models:
 their attention on the primer's example, their training, how much weight each query puts on
 its own letter, and the training recipes compared one change at a time. The experiments
 behind them are in [`attnprimer.site.experiments.qkv`][attnprimer.site.experiments.qkv].
@@ -10,7 +11,6 @@ behind them are in [`attnprimer.site.experiments.qkv`][attnprimer.site.experimen
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -31,10 +31,12 @@ from attnprimer.site.experiments.qkv import (
     recipe_ablation,
     score_saturation,
 )
+from attnprimer.site.experiments.worked_example import qkv_example
 from attnprimer.site.figures.curves import plot_accuracy_curves, plot_training
 from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, HEATMAP, ORANGE, plot_task_attention
 from attnprimer.site.figures.recipes import recipe
-from attnprimer.site.figures.tables import cli_sample, markdown_table
+from attnprimer.site.figures.tables import cli_sample, markdown_table, mean_range
+from attnprimer.site.figures.worked_example import worked_table
 from attnprimer.site.report import attention_report
 from attnprimer.softmax import logsumexp, naive_softmax, stable_softmax
 from attnprimer.training.train import predict_one
@@ -201,6 +203,11 @@ def plot_kernel_regression(toy: KernelRegressionToy) -> Figure:
 # --- the recipes ------------------------------------------------------------------------------
 
 
+@recipe("worked_example", "one query over three 2-D keys, every number of the attention")
+def worked_example() -> str:
+    return worked_table(qkv_example())
+
+
 @recipe("cosine_vs_dot", "scatter of cosine similarity against dot product")
 def cosine_vs_dot() -> Figure:
     return plot_cosine_vs_dot()
@@ -287,25 +294,21 @@ def counting_mass() -> Figure:
     return plot_own_letter_mass(counts, mass, trained.task.max_len)
 
 
-def _seeds(values: Iterable[float], digits: int = 2) -> str:
-    return " / ".join(f"{100 * value:.{digits}f}" for value in values)  # percentages
-
-
 @recipe("counting_recipes", "held-out accuracy of the counting recipes, one change at a time")
 def counting_recipes() -> str:
     results = recipe_ablation()
     rows = [[f"**{result.name}**", f"{result.steps:,}, {result.lr:g}, {result.schedule}",
-             _seeds(result.exact_match), _seeds(result.error_large, 0), _seeds(result.error_small)]
-            for result in results]
+             mean_range(result.exact_match, 2), mean_range(result.error_large, 0),
+             mean_range(result.error_small, 2)] for result in results]
     return markdown_table(
         ["recipe", "steps, lr, schedule", "exact match, %", f"wrong on counts ≥ {LARGE_COUNT}, %",
          f"wrong on counts < {LARGE_COUNT}, %"], rows, align="llrrr",
-        caption="Each cell: seeds 0 / 1 / 2, in percent, each model scored on the same 10,000 "
-                "held-out sequences (a random stream no training batch comes from). The last two "
-                "columns are per output step: the share of counts answered wrong among the rare "
-                f"counts of {LARGE_COUNT} or more of one letter ({results[0].large} output steps "
-                "in all), and among the others. Batches of "
-                f"{site_model('counting').config.batch_size} sequences, Adam, one CPU thread.")
+        caption="Each cell: the mean over seeds 0, 1 and 2, then the lowest and highest, in "
+                "percent, on the same 10,000 held-out sequences. The last two columns are per "
+                f"output step: the share of counts answered wrong among the rare counts of "
+                f"{LARGE_COUNT} or more of one letter ({results[0].large} output steps in all), "
+                f"and among the others. Batches of {site_model('counting').config.batch_size}, "
+                "Adam, one CPU thread.")
 
 
 @recipe("counting_recipe_curves", "held-out accuracy while training, one change at a time")
