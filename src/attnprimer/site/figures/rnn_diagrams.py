@@ -54,11 +54,11 @@ def plot_encoder_decoder(kind: str) -> Figure:
         encoder.append(box(axes, x, _CELLS, "GRU", "learned", width=0.5, height=0.46))
         arrow(axes, token.top, encoder[-1].bottom)
         if step:
-            arrow(axes, encoder[-2].right, encoder[-1].left, text=f"$h_{step}$", dy=0.14,
+            arrow(axes, encoder[-2].right, encoder[-1].left, text=f"$h_{step - 1}$", dy=0.14,
                   dx=0, ha="center")
     bridge = box(axes, _BRIDGE_X, _CELLS, "Linear\n+ tanh", "learned", width=0.62, height=0.5,
                  fontsize=8)
-    arrow(axes, encoder[-1].right, bridge.left, text=f"$h_{len(_INPUT)}$", dx=-0.08, dy=0.14,
+    arrow(axes, encoder[-1].right, bridge.left, text=f"$h_{len(_INPUT) - 1}$", dx=-0.08, dy=0.14,
           ha="left")
     previous = bridge.right
     cells = []
@@ -71,7 +71,9 @@ def plot_encoder_decoder(kind: str) -> Figure:
         top = box(axes, x, _WRITTEN, written, width=0.5 if written == "end" else 0.34,
                   height=0.3, fontsize=9 if written == "end" else 10)
         arrow(axes, token.top, cell.bottom)
-        arrow(axes, previous, cell.left, text=f"$s_{step}$", dx=0, dy=-0.14, ha="center")
+        # positions and steps count from 0: step t reads s_{t-1}, the start state is s_{-1}
+        arrow(axes, previous, cell.left, text=f"$s_{{{step - 1}}}$", dx=0, dy=-0.14,
+              ha="center")
         arrow(axes, cell.at("top", 0.17), out.at("bottom", 0.17))
         arrow(axes, out.top, top.bottom)
         previous = cell.right
@@ -91,7 +93,7 @@ def _draw_peeky(axes, final, cells) -> None:
     rail_x = [cell.x - 0.14 for cell, _ in cells]
     arrow(axes, final.top, (final.x, _READS), colour=PURPLE, lw=1.4, head=False)
     arrow(axes, (final.x, _READS), (rail_x[-1], _READS), colour=PURPLE, lw=1.4, head=False)
-    label(axes, final.x + 0.1, _READS + 0.14, f"$h_{len(_INPUT)}$: one vector (B, H)",
+    label(axes, final.x + 0.1, _READS + 0.14, f"$h_{len(_INPUT) - 1}$: one vector (B, H)",
           fontsize=8, ha="left")
     for x, (cell, out) in zip(rail_x, cells, strict=True):
         arrow(axes, (x, _READS), cell.at("top", -0.14), colour=PURPLE, lw=1.4)
