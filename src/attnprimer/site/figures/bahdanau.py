@@ -304,8 +304,8 @@ def alignment_table() -> str:
                 f"excluded), greedy decoding, 500 held-out inputs per length; the first three "
                 f"columns over lengths {inside[0]}–{inside[-1]}, where the rest (under 5&nbsp;%) "
                 f"falls elsewhere. \"largest weight\": its mean size (1 when a step reads one "
-                f"state alone). Each cell gives the mean over seeds 0, 1 and 2, then the lowest "
-                f"and highest of the three in brackets.")
+                f"state alone). Each cell: the mean of three training runs, then their lowest "
+                f"and highest.")
 
 
 @recipe("probe_table", "what the encoder's state at position j holds, read by linear probes")
@@ -319,9 +319,8 @@ def probe_table() -> str:
         ["model", "state j holds letter j, %", "state j holds letter j − 1, %"], rows,
         caption="Linear probes reading the letter at position j, and the letter before it, from "
                 "the encoder's state at position j (positions 1 and later; fitted on 2,000 "
-                "held-out inputs of lengths 1–10, scored on 2,000 others). Each cell gives "
-                "the mean over seeds 0, 1 and 2, then the lowest and highest of the three in "
-                "brackets.")
+                "held-out inputs of lengths 1–10, scored on 2,000 others). Each cell: the mean of "
+                "three training runs, then their lowest and highest.")
 
 
 @recipe("forced_table", "per-step letter accuracy when the attention is forced onto one state")
@@ -336,6 +335,5 @@ def forced_table() -> str:
                 "previous letters and its attention is replaced by a one-hot on the chosen "
                 "encoder state at every step. Output steps t ≥ 2 (where every chosen position "
                 "is inside the input) of 500 held-out inputs of each length 3–10; forward only, "
-                "CPU, one thread. Chance is 1 in 8 letters. Each cell gives "
-                "the mean over seeds 0, 1 and 2, then the lowest and highest of the three in "
-                "brackets.")
+                "CPU, one thread. Chance is 1 in 8 letters. Each cell: the mean of three "
+                "training runs, then their lowest and highest.")
