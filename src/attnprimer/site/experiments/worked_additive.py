@@ -22,7 +22,9 @@ import torch
 from attnprimer.additive import additive_scores
 from attnprimer.attention import attend
 
-__all__ = ["MEMORY", "STATE", "W_K", "W_Q", "V", "WorkedAdditive", "additive_example"]
+__all__ = ["MEMORY", "STATE", "W_K", "W_Q", "V", "WorkedAdditive", "additive_example",
+           "score_lines",
+           "softmax_rows", "vector_text"]
 
 STATE = (1.0, 2.0)
 """The decoder state ``s``, the query."""
@@ -79,3 +81,69 @@ def additive_example() -> WorkedAdditive:
     context, weights = attend(scores, memory)
     return WorkedAdditive(state, memory, query_weight, key_weight, v, projected_state,
                           projected_memory, summed, hidden, scores[0], weights[0], context[0])
+
+
+def _number(value: float) -> str:
+    """An integer as one ("2", "-1"), anything else to three decimals."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
+
+
+def vector_text(values) -> str:
+    """A vector as the page prints it.
+
+    Examples:
+        >>> vector_text(torch.tensor([2.0, 0.76159]))
+        '(2, 0.762)'
+    """
+    return "(" + ", ".join(_number(float(value)) for value in values) + ")"
+
+
+def _products(matrix: torch.Tensor, vector: torch.Tensor) -> str:
+    """``W x`` written out row by row: "(1·1 + 0·2, 1·1 + (-1)·2)"."""
+    def term(weight, value):
+        weight = _number(float(weight))
+        return f"({weight})·{_number(float(value))}" if weight.startswith("-") else (
+            f"{weight}·{_number(float(value))}")
+    return "(" + ", ".join(" + ".join(term(w, x) for w, x in zip(row, vector, strict=True))
+                           for row in matrix) + ")"
+
+
+def _matrix_lines(name: str, matrix: torch.Tensor) -> list[str]:
+    rows = [", ".join(f"{_number(float(value)):>2}" for value in row) for row in matrix]
+    return [f"{name} = [[{rows[0]}],"] + [f"{' ' * len(name)}    [{row}]]" for row in rows[1:]]
+
+
+def score_lines(worked: WorkedAdditive) -> list[str]:
+    """One score worked step by step, for the last encoder state (the one that scores highest),
+    narrow enough for a phone.
+
+    Examples:
+        >>> score_lines(additive_example())[-1]
+        '    = 1·0.964 + 1·0.762 = 1.726'
+    """
+    j = len(worked.memory) - 1
+    h, summed, hidden = worked.memory[j], worked.summed[j], worked.hidden[j]
+    products = " + ".join(f"{_number(float(a))}·{_number(float(b))}"
+                          for a, b in zip(worked.v, hidden, strict=True))
+    return [f"s   = {vector_text(worked.state)}    the decoder state",
+            f"h_{j} = {vector_text(h)}    one encoder state", "",
+            *_matrix_lines("W_q", worked.query_weight), "",
+            *_matrix_lines("W_k", worked.key_weight), "",
+            f"v   = {vector_text(worked.v)}", "",
+            f"W_q s = {_products(worked.query_weight, worked.state)}",
+            f"      = {vector_text(worked.projected_state)}",
+            f"W_k h_{j} = {_products(worked.key_weight, h)}",
+            f"        = {vector_text(worked.projected_memory[j])}",
+            f"W_q s + W_k h_{j} = {vector_text(summed)}",
+            f"tanh(W_q s + W_k h_{j}) = {vector_text(hidden)}",
+            f"e_{j} = v · tanh(W_q s + W_k h_{j})",
+            f"    = {products} = {float(worked.scores[j]):.3f}"]
+
+
+def softmax_rows(worked: WorkedAdditive) -> list[list[str]]:
+    """One row per encoder state: j, h_j, W_k h_j, the sum, its tanh, the score, the weight."""
+    return [[str(j), vector_text(h), vector_text(key), vector_text(total), vector_text(hidden),
+             f"{float(score):.3f}", f"{float(weight):.3f}"]
+            for j, (h, key, total, hidden, score, weight) in enumerate(zip(
+                worked.memory, worked.projected_memory, worked.summed, worked.hidden,
+                worked.scores, worked.weights, strict=True))]

@@ -33,7 +33,12 @@ from attnprimer.site.experiments.bahdanau import (
     state_probes,
 )
 from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
-from attnprimer.site.experiments.worked_additive import additive_example
+from attnprimer.site.experiments.worked_additive import (
+    additive_example,
+    score_lines,
+    softmax_rows,
+    vector_text,
+)
 from attnprimer.site.figures.curves import plot_accuracy_curves, plot_length_generalisation
 from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, ORANGE, plot_attention
 from attnprimer.site.figures.recipes import recipe
@@ -72,66 +77,21 @@ def _mean_range_plain(values: list[float]) -> str:
     return mean_range([value / 100 for value in values], digits=2)
 
 
-def _number(value: float) -> str:
-    """An integer as one ("2", "-1"), anything else to three decimals."""
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
-
-
-def _vector(values) -> str:
-    return "(" + ", ".join(_number(float(value)) for value in values) + ")"
-
-
-def _products(matrix: torch.Tensor, vector: torch.Tensor) -> str:
-    """``W x`` written out row by row: "(1·1 + 0·2, 1·1 + (-1)·2)"."""
-    def term(weight, value):
-        weight = _number(float(weight))
-        return f"({weight})·{_number(float(value))}" if weight.startswith("-") else (
-            f"{weight}·{_number(float(value))}")
-    return "(" + ", ".join(" + ".join(term(w, x) for w, x in zip(row, vector, strict=True))
-                           for row in matrix) + ")"
-
-
-def _matrix_lines(name: str, matrix: torch.Tensor) -> list[str]:
-    rows = [", ".join(f"{_number(float(value)):>2}" for value in row) for row in matrix]
-    return [f"{name} = [[{rows[0]}],"] + [f"{' ' * len(name)}    [{row}]]" for row in rows[1:]]
-
-
 @recipe("worked_score", "one additive score, every step small enough to check by hand")
 def worked_score() -> str:
-    worked = additive_example()
-    j = len(worked.memory) - 1  # the last encoder state, the one that scores highest
-    h, summed, hidden = worked.memory[j], worked.summed[j], worked.hidden[j]
-    weights = [*_matrix_lines("W_q", worked.query_weight), "",
-               *_matrix_lines("W_k", worked.key_weight), "", f"v   = {_vector(worked.v)}"]
-    products = " + ".join(f"{_number(float(a))}·{_number(float(b))}"
-                          for a, b in zip(worked.v, hidden, strict=True))
-    lines = [f"s   = {_vector(worked.state)}      the decoder state",
-             f"h_{j} = {_vector(h)}      one encoder state", "", *weights, "",
-             (f"W_q s             = {_products(worked.query_weight, worked.state)}"
-              f" = {_vector(worked.projected_state)}"),
-             (f"W_k h_{j}           = {_products(worked.key_weight, h)}"
-              f" = {_vector(worked.projected_memory[j])}"),
-             f"W_q s + W_k h_{j}   = {_vector(summed)}",
-             f"tanh of it        = {_vector(hidden)}",
-             f"e_{j} = v · tanh(…) = {products} = {float(worked.scores[j]):.3f}"]
-    return "```text\n" + "\n".join(lines) + "\n```\n"
+    return "```text\n" + "\n".join(score_lines(additive_example())) + "\n```\n"
 
 
 @recipe("worked_softmax", "the worked example's three scores, their softmax and the context")
 def worked_softmax() -> str:
     worked = additive_example()
-    rows = [[str(j), _vector(h), _vector(key), _vector(total), _vector(hidden),
-             f"{float(score):.3f}", f"{float(weight):.3f}"]
-            for j, (h, key, total, hidden, score, weight) in enumerate(zip(
-                worked.memory, worked.projected_memory, worked.summed, worked.hidden,
-                worked.scores, worked.weights, strict=True))]
     return markdown_table(
         ["j", "h_j", "W_k h_j", "W_q s + W_k h_j", "tanh of it", "score e_j", "weight α_j"],
-        rows, align="lrrrrrr",
+        softmax_rows(worked), align="lrrrrrr",
         caption=f"The same s, W_q, W_k and v against three encoder states; W_q s = "
-                f"{_vector(worked.projected_state)} for every row. The weights are the softmax "
-                f"of the scores, and the context is their weighted average of the h_j: "
-                f"c = {_vector(worked.context)}.")
+                f"{vector_text(worked.projected_state)} in every row. The weights are the "
+                f"softmax of the scores; the context, their weighted average of the h_j, is "
+                f"c = {vector_text(worked.context)}.")
 
 
 @recipe("additive_by_hand", "additive attention in a few lines, checked against the module")
@@ -334,6 +294,6 @@ def forced_table() -> str:
         caption="Teacher-forced per-step letter accuracy: the decoder is fed the correct "
                 "previous letters and its attention is replaced by a one-hot on the chosen "
                 "encoder state at every step. Output steps t ≥ 2 (where every chosen position "
-                "is inside the input) of 500 held-out inputs of each length 3–10; forward only, "
-                "CPU, one thread. Chance is 1 in 8 letters. Each cell: the mean of three "
+                "is inside the input) of 500 held-out inputs of each length 3–10. Chance is 1 in 8 "
+                "letters. Each cell: the mean of three "
                 "training runs, then their lowest and highest.")
