@@ -26,9 +26,9 @@ from attnprimer.site.figures.plotting import BLUE, GREEN, INK, ORANGE, PURPLE
 from attnprimer.site.figures.rnn_diagrams import plot_alignment_model, plot_encoder_decoder
 
 DIAGRAMS = {
-    "rnn-recap/vanilla_diagram": ["encoder", "decoder", "GRU", "Linear\n+ tanh", "$h_3$",
-                                  "$s_0$", "start", "end"],
-    "rnn-recap/peeky_diagram": ["$h_3$: one vector (B, H)", "GRU", "$s_3$"],
+    "rnn-recap/vanilla_diagram": ["encoder", "decoder", "GRU", "Linear\n+ tanh", "$h_2$",
+                                  "$s_{-1}$", "$s_{0}$", "start", "end"],  # counted from 0
+    "rnn-recap/peeky_diagram": ["$h_2$: one vector (B, H)", "GRU", "$s_{2}$"],
     "bahdanau/attention_diagram": ["attend", "memory: every $h_j$ (B, S, H)", "$s_{t-1}$ asks"],
     "qkv/sdpa_diagram": ["Q", "K", "V", "(L, $D_k$)", "(S, $D_v$)", "$QK^\\top$",
                          "$\\div\\sqrt{D_k}$", "softmax\nover keys", "(L, S)", "context",

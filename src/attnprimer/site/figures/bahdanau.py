@@ -1,6 +1,9 @@
 """Figures and tables of the chapter "Bahdanau attention" (``docs/chapters/bahdanau.md``).
 
-Additive attention computed by hand and checked against the module, and the trained
+One additive score worked by hand
+([`attnprimer.site.experiments.worked_additive`][attnprimer.site.experiments.worked_additive]),
+the alignment a reversal needs, additive attention computed by hand and checked against the
+module, and the trained
 reversal encoder-decoders, three seeds each: exact match against the input length (the shape
 of Bahdanau et al.'s Figure 2), training curves, one decoded example and its alignment (their
 Figure 3), where the largest weights fall, and what the decoder does when its attention is
@@ -30,15 +33,21 @@ from attnprimer.site.experiments.bahdanau import (
     state_probes,
 )
 from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
+from attnprimer.site.experiments.worked_additive import (
+    additive_example,
+    score_lines,
+    softmax_rows,
+    vector_text,
+)
 from attnprimer.site.figures.curves import plot_accuracy_curves, plot_length_generalisation
 from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, ORANGE, plot_attention
 from attnprimer.site.figures.recipes import recipe
 from attnprimer.site.figures.rnn_diagrams import plot_alignment_model
-from attnprimer.site.figures.tables import by_seed, cli_sample, markdown_table
+from attnprimer.site.figures.tables import by_seed, cli_sample, markdown_table, mean_range
 from attnprimer.site.report import attention_report
 from attnprimer.training.train import TrainedModel, predict_one
 
-__all__ = ["MODELS", "seeds", "spread"]
+__all__ = ["MODELS", "seeds"]
 
 BIDIRECTIONAL = "attention (additive), bidirectional"
 MODELS = {**REVERSAL_DECODERS, BIDIRECTIONAL: REVERSAL_BIDIRECTIONAL}
@@ -58,8 +67,31 @@ def seeds(name: str) -> list[TrainedModel]:
 
 
 def spread(values) -> str:
-    """Each seed's percentage, in seed order: "99.1 / 98.7 / 99.4" (the header says %)."""
-    return by_seed(f"{100 * value:.1f}" for value in values)
+    """The seeds' percentages as the site writes results over seeds: "99.1 (98.7–99.4)"."""
+    return mean_range(list(values))
+
+
+def _mean_range_plain(values: list[float]) -> str:
+    """Like [`mean_range`][attnprimer.site.figures.tables.mean_range], for numbers that are not
+    percentages: "0.93 (0.91–0.95)", two decimals."""
+    return mean_range([value / 100 for value in values], digits=2)
+
+
+@recipe("worked_score", "one additive score, every step small enough to check by hand")
+def worked_score() -> str:
+    return "```text\n" + "\n".join(score_lines(additive_example())) + "\n```\n"
+
+
+@recipe("worked_softmax", "the worked example's three scores, their softmax and the context")
+def worked_softmax() -> str:
+    worked = additive_example()
+    return markdown_table(
+        ["j", "h_j", "W_k h_j", "W_q s + W_k h_j", "tanh of it", "score e_j", "weight α_j"],
+        softmax_rows(worked), align="lrrrrrr",
+        caption=f"The same s, W_q, W_k and v against three encoder states; W_q s = "
+                f"{vector_text(worked.projected_state)} in every row. The weights are the "
+                f"softmax of the scores; the context, their weighted average of the h_j, is "
+                f"c = {vector_text(worked.context)}.")
 
 
 @recipe("additive_by_hand", "additive attention in a few lines, checked against the module")
@@ -109,6 +141,14 @@ def alignment_model() -> Figure:
     weights = attention["encoder-decoder"][: len(output), : len(REVERSAL_EXAMPLE)]  # no padding
     return plot_alignment_model(weights, REVERSAL_EXAMPLE,
                                 [char if char != "." else "end" for char in output], step=1)
+
+
+@recipe("alignment_ideal", "the alignment a reversal needs, drawn as the alignment model")
+def alignment_ideal() -> Figure:
+    """Each output step reads exactly the state of the letter it copies: no trained model."""
+    n = len(REVERSAL_EXAMPLE)
+    weights = torch.eye(n).flip(0)  # step t reads position n - 1 - t
+    return plot_alignment_model(weights, REVERSAL_EXAMPLE, list(REVERSAL_EXAMPLE[::-1]), step=1)
 
 
 @recipe("alignment_bidirectional", "the bidirectional attention model's alignment on the example")
@@ -165,8 +205,9 @@ def accuracy() -> str:
         ["model", f"lengths {inside[0]}–{inside[-1]} (trained), %", f"length {inside[-1]}, %",
          f"lengths {beyond[0]}–{beyond[-1]}, %"], rows,
         caption=f"Exact match (every letter and the end token right, greedy decoding), 1,000 "
-                f"held-out inputs per length, averaged over the lengths of the column; each "
-                f"cell gives seeds 0 / 1 / 2. Every model trained {first.config.steps:,} steps on "
+                f"held-out inputs per length, averaged over the lengths of the column; "
+                f"each cell gives the mean over seeds 0, 1 and 2, then the lowest and highest "
+                f"of the three in brackets. Every model trained {first.config.steps:,} steps on "
                 f"lengths {inside[0]}–{inside[-1]}, batches of {first.config.batch_size}, teacher "
                 f"forcing. The unidirectional encoders have {first.task.hidden} units; the "
                 f"bidirectional one {REVERSAL_BIDIRECTIONAL['hidden']} per direction, so that its "
@@ -213,7 +254,8 @@ def alignment_table() -> str:
         on = [trained.get(0, 0.0) for trained, _ in shares]
         right = [trained.get(1, 0.0) for trained, _ in shares]
         rows.append([name, spread(on), spread(right),
-                     by_seed(f"{largest_weight(trained, inside):.2f}" for trained in seeds(name)),
+                     _mean_range_plain([largest_weight(trained, inside)
+                                        for trained in seeds(name)]),
                      spread(longer.get(0, 0.0) + longer.get(1, 0.0) for _, longer in shares)])
     return markdown_table(
         ["model", "on the copied letter, %", "one to its right, %", "largest weight",
@@ -222,7 +264,8 @@ def alignment_table() -> str:
                 f"excluded), greedy decoding, 500 held-out inputs per length; the first three "
                 f"columns over lengths {inside[0]}–{inside[-1]}, where the rest (under 5&nbsp;%) "
                 f"falls elsewhere. \"largest weight\": its mean size (1 when a step reads one "
-                f"state alone). Each cell gives seeds 0 / 1 / 2.")
+                f"state alone). Each cell: the mean of three training runs, then their lowest "
+                f"and highest.")
 
 
 @recipe("probe_table", "what the encoder's state at position j holds, read by linear probes")
@@ -236,8 +279,8 @@ def probe_table() -> str:
         ["model", "state j holds letter j, %", "state j holds letter j − 1, %"], rows,
         caption="Linear probes reading the letter at position j, and the letter before it, from "
                 "the encoder's state at position j (positions 1 and later; fitted on 2,000 "
-                "held-out inputs of lengths 1–10, scored on 2,000 others). Each cell gives "
-                "seeds 0 / 1 / 2.")
+                "held-out inputs of lengths 1–10, scored on 2,000 others). Each cell: the mean of "
+                "three training runs, then their lowest and highest.")
 
 
 @recipe("forced_table", "per-step letter accuracy when the attention is forced onto one state")
@@ -251,5 +294,6 @@ def forced_table() -> str:
         caption="Teacher-forced per-step letter accuracy: the decoder is fed the correct "
                 "previous letters and its attention is replaced by a one-hot on the chosen "
                 "encoder state at every step. Output steps t ≥ 2 (where every chosen position "
-                "is inside the input) of 500 held-out inputs of each length 3–10; forward only, "
-                "CPU, one thread. Chance is 1 in 8 letters. Each cell gives seeds 0 / 1 / 2.")
+                "is inside the input) of 500 held-out inputs of each length 3–10. Chance is 1 in 8 "
+                "letters. Each cell: the mean of three "
+                "training runs, then their lowest and highest.")

@@ -33,12 +33,8 @@ _TITLES = {
 }
 
 
-def plot_encoder_decoder(kind: str, first_state: int = 1) -> Figure:
+def plot_encoder_decoder(kind: str) -> Figure:
     """The encoder-decoder with the ``kind`` of decoder, unrolled on reversing "BAD".
-
-    ``first_state`` is the subscript of the state after the first letter: 0 names each encoder
-    state by the position of the letter just read, as the code's ``states[:, j]`` and the
-    RNN recap do (the final state is then $h_2$); 1 counts the letters read.
 
     Examples:
         >>> from attnprimer.site.figures.diagrams import texts
@@ -58,13 +54,12 @@ def plot_encoder_decoder(kind: str, first_state: int = 1) -> Figure:
         encoder.append(box(axes, x, _CELLS, "GRU", "learned", width=0.5, height=0.46))
         arrow(axes, token.top, encoder[-1].bottom)
         if step:
-            arrow(axes, encoder[-2].right, encoder[-1].left,
-                  text=f"$h_{step - 1 + first_state}$", dy=0.14,
+            arrow(axes, encoder[-2].right, encoder[-1].left, text=f"$h_{step - 1}$", dy=0.14,
                   dx=0, ha="center")
     bridge = box(axes, _BRIDGE_X, _CELLS, "Linear\n+ tanh", "learned", width=0.62, height=0.5,
                  fontsize=8)
-    final = f"$h_{len(_INPUT) - 1 + first_state}$"
-    arrow(axes, encoder[-1].right, bridge.left, text=final, dx=-0.08, dy=0.14, ha="left")
+    arrow(axes, encoder[-1].right, bridge.left, text=f"$h_{len(_INPUT) - 1}$", dx=-0.08, dy=0.14,
+          ha="left")
     previous = bridge.right
     cells = []
     for step, (x, written) in enumerate(zip(_DECODER_X, _OUTPUT, strict=True)):
@@ -76,7 +71,9 @@ def plot_encoder_decoder(kind: str, first_state: int = 1) -> Figure:
         top = box(axes, x, _WRITTEN, written, width=0.5 if written == "end" else 0.34,
                   height=0.3, fontsize=9 if written == "end" else 10)
         arrow(axes, token.top, cell.bottom)
-        arrow(axes, previous, cell.left, text=f"$s_{step}$", dx=0, dy=-0.14, ha="center")
+        # positions and steps count from 0: step t reads s_{t-1}, the start state is s_{-1}
+        arrow(axes, previous, cell.left, text=f"$s_{{{step - 1}}}$", dx=0, dy=-0.14,
+              ha="center")
         arrow(axes, cell.at("top", 0.17), out.at("bottom", 0.17))
         arrow(axes, out.top, top.bottom)
         previous = cell.right
@@ -86,17 +83,17 @@ def plot_encoder_decoder(kind: str, first_state: int = 1) -> Figure:
     label(axes, 0.3, 0.42, "tokens: (B,); states $h_j$, $s_t$: (B, H); each Linear writes "
           "logits (B, C), C letters + end", fontsize=8, ha="left")
     if kind == "peeky":
-        _draw_peeky(axes, encoder[-1], cells, final)
+        _draw_peeky(axes, encoder[-1], cells)
     elif kind == "attention":
         _draw_attention(axes, encoder, bridge, cells)
     return figure
 
 
-def _draw_peeky(axes, final, cells, name: str) -> None:
+def _draw_peeky(axes, final, cells) -> None:
     rail_x = [cell.x - 0.14 for cell, _ in cells]
     arrow(axes, final.top, (final.x, _READS), colour=PURPLE, lw=1.4, head=False)
     arrow(axes, (final.x, _READS), (rail_x[-1], _READS), colour=PURPLE, lw=1.4, head=False)
-    label(axes, final.x + 0.1, _READS + 0.14, f"{name}: one vector (B, H)",
+    label(axes, final.x + 0.1, _READS + 0.14, f"$h_{len(_INPUT) - 1}$: one vector (B, H)",
           fontsize=8, ha="left")
     for x, (cell, out) in zip(rail_x, cells, strict=True):
         arrow(axes, (x, _READS), cell.at("top", -0.14), colour=PURPLE, lw=1.4)
@@ -126,13 +123,13 @@ def _draw_attention(axes, encoder, bridge, cells) -> None:
 @recipe("vanilla_diagram", "the vanilla encoder-decoder, unrolled on one reversal",
         chapter="rnn-recap")
 def vanilla_diagram() -> Figure:
-    return plot_encoder_decoder("vanilla", first_state=0)
+    return plot_encoder_decoder("vanilla")
 
 
 @recipe("peeky_diagram", "the peeky encoder-decoder, unrolled on one reversal",
         chapter="rnn-recap")
 def peeky_diagram() -> Figure:
-    return plot_encoder_decoder("peeky", first_state=0)
+    return plot_encoder_decoder("peeky")
 
 
 @recipe("attention_diagram", "the attention encoder-decoder, unrolled on one reversal",
