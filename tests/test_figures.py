@@ -698,7 +698,7 @@ def test_recipes_that_measure_the_machine_render_first_and_in_this_process(monke
         "self-attention/cost", "self-attention/cost_table",
         "attention-at-scale/training_cost", "attention-at-scale/local_cost",
         "attention-at-scale/cost_table", "attention-at-scale/local_table",
-        "attention-at-scale/targets",
+        "attention-at-scale/targets", "attention-at-scale/sdpa_table",
         "attention-at-scale/kv_cost", "attention-at-scale/kv_cost_table",
         "attention-at-scale/kv_site_speed"]
 

@@ -305,29 +305,18 @@ def targets() -> str:
                           align="lrrl", caption=f"{_settings()}.")
 
 
-KERNEL_PREFIX = "aten::_scaled_dot_product_"
-
-
-@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per way of calling it",
-        alone=True)
+@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per call", alone=True)
 def sdpa_table() -> str:
-    points = cached_sdpa_points()
-    variants = list(dict.fromkeys(point.variant for point in points))
-    lengths = sorted({point.length for point in points})
-    by = {(point.variant, point.length): point for point in points}
-
-    def mib(peak_bytes: int | None) -> str:
-        return "n/a" if peak_bytes is None else f"{peak_bytes / 2**20:.1f} MiB"
-
+    prefix = "aten::_scaled_dot_product_"  # every kernel's name starts so: left out
+    by = {(point.variant, point.length): point for point in cached_sdpa_points()}
+    lengths = sorted({length for _, length in by})
     rows = [[f"`{variant}`" if "=" in variant else variant,
-             f"`{by[variant, lengths[-1]].kernel.removeprefix(KERNEL_PREFIX)}`",
-             *(mib(by[variant, length].peak_bytes) for length in lengths)]
-            for variant in variants]
+             f"`{by[variant, lengths[-1]].kernel.removeprefix(prefix)}`",
+             *(_mib(by[variant, length]) for length in lengths)]
+            for variant in dict.fromkeys(variant for variant, _ in by)]
     return markdown_table(
         ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
         rows, align="ll" + "r" * len(lengths),
-        caption=f"Peak extra memory of one forward call (no gradients), one sequence, H = 4 "
-                f"heads of Dh = 64, float32, on this machine's CPU with "
-                f"{torch.get_num_threads()} threads, in a fresh process; the kernel as "
-                f"torch.profiler names it, without its prefix `{KERNEL_PREFIX}` (torch "
-                f"{torch.__version__}). The dense mask is built inside the call.")
+        caption=f"Peak extra memory of one forward call, one sequence, H = 4 heads of Dh = 64, "
+                f"float32, {torch.get_num_threads()} threads, a fresh process; the kernel as "
+                f"torch.profiler names it, less `{prefix}` (torch {torch.__version__}).")
