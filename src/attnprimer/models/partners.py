@@ -55,6 +55,7 @@ class PartnersModel(nn.Module):
             q, k, v = self.query(x), self.key(x), self.value(x)
         else:
             q = k = v = x                  # a token's query is its own key
-        context, weights = scaled_dot_product_attention(q, k, v)  # (B, S, D), (B, S, S)
+        # context (B, S, D): each token's weighted average; weights (B, S, S)
+        context, weights = scaled_dot_product_attention(q, k, v)
         return ModelOutput(self.readout(context), {"self-attention": weights})
 # --8<-- [end:partners_model]
