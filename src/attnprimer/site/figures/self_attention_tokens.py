@@ -40,20 +40,21 @@ def _matrix(name: str) -> str:
 def worked_projections() -> str:
     worked = self_attention_example(projections=True)
     plain = self_attention_example(projections=False)
-    rows = [[f"**{token}**", _vector(x), _vector(q), _vector(k), _vector(v),
-             " ".join(f"{float(w):.2f}" for w in weights),
-             " ".join(f"{float(w):.2f}" for w in plain_weights), _vector(context)]
-            for token, x, q, k, v, weights, plain_weights, context in zip(
-                TOKENS, plain.queries, worked.queries, worked.keys, worked.values,
-                worked.weights, plain.weights, worked.context, strict=True)]
+    rows = [[f"**{token}**", _vector(q), _vector(k), _vector(v),
+             " ".join(f"{float(w):.2f}" for w in weights), _vector(context),
+             " ".join(f"{float(w):.2f}" for w in plain_weights)]
+            for token, q, k, v, weights, context, plain_weights in zip(
+                TOKENS, worked.queries, worked.keys, worked.values, worked.weights,
+                worked.context, plain.weights, strict=True)]
     return markdown_table(
-        ["token", "x", "q = x W_q", "k = x W_k", "v = x W_v", "weights on a b c",
-         "weights, no W's", "output"],
-        rows,
-        align="l" + "c" * 7,
-        caption=f"W_q = {_matrix('W_q')} swaps the two coordinates, W_k = {_matrix('W_k')} "
-                f"keeps them, W_v = {_matrix('W_v')} doubles the first. Weights are "
-                "softmax(q·k / √2) over a, b, c; \"no W's\" uses q = k = v = x.")
+        ["token", "q = x W_q", "k = x W_k", "v = x W_v", "weights on a, b, c", "output",
+         "weights, no W's"],
+        rows, align="l" + "c" * 6,
+        caption=f"The tokens x are a = (1, 0), b = (0, 1), c = (1, 1). W_q = {_matrix('W_q')} "
+                f"swaps the two coordinates, W_k = {_matrix('W_k')} keeps them, "
+                f"W_v = {_matrix('W_v')} doubles the first. The weights are softmax(q·k / √2) "
+                "over a, b, c, and the output is the weighted average of the v's. The last "
+                "column drops the three matrices: q = k = v = x.")
 
 
 @recipe("partners_table", "accuracy and attention of the partners models, three seeds each",
