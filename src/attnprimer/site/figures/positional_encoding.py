@@ -169,8 +169,8 @@ def signal_errors() -> str:
         caption="Percent of 10,000 held-out sequences answered wrong, by the true count; "
                 f"seeds {', '.join(map(str, SEEDS))}: the mean, and the range in brackets. "
                 "Each row's columns add up to its error, 100 % minus its exact match. Every "
-                f"model is scored on the same sequences, of which {percent(float(seen[8] / seen.sum()))} "
-                "have a count of 8.")
+                f"model is scored on the same sequences, of which "
+                f"{percent(float(seen[8] / seen.sum()))} have a count of 8.")
 
 
 @recipe("signal_counts", "accuracy at each large count, drawn given the count, per model group")
