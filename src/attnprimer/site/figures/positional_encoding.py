@@ -134,18 +134,43 @@ def signal_accuracy() -> str:
     first, rows = site_model("signal", pos_enc="learned").trained(), []
     for name in SIGNAL_GROUPS:
         scores = [cached_evaluation(trained).exact_match for trained in signal_group(name)]
-        rows.append([name, *map(percent, scores), f"**{percent(float(np.mean(scores)))}**"])
+        rows.append([name, mean_range(scores, digits=2)])
     bound = float(multiset_bound(first.task.max_len, first.task.vocab_size))
-    rows.append(["*best possible from the multiset alone*", *[""] * len(SEEDS),
-                 f"*{percent(bound)}*"])
+    rows.append(["*best possible from the multiset alone*", f"*{100 * bound:.2f}*"])
     config = first.config
     return markdown_table(
-        ["signal model", *(f"seed {seed}" for seed in SEEDS), "mean"], rows,
-        caption=f"Exact match on {10_000:,} held-out sequences of {first.task.length} letters. "
+        ["signal model", "exact match&nbsp;%"], rows,
+        caption=f"Exact match on {10_000:,} held-out sequences of {first.task.length} letters; "
+                f"seeds {', '.join(map(str, SEEDS))}: the mean, and the range in brackets. "
                 f"Every model trained {config.steps:,} steps, batches of {config.batch_size}, "
                 f"Adam from lr {config.lr:g} with {config.schedule} decay. The bound is exact "
                 f"(computed over every count vector, "
                 f"[`multiset_bound`][attnprimer.tasks.signal.multiset_bound]).")
+
+
+ERROR_BUCKETS = {"counts 0–5": range(0, 6), "counts 6–7": range(6, 8), "count 8": range(8, 9),
+                 "counts 9–10": range(9, 11)}
+"""The true counts the error table groups, by column."""
+
+
+@recipe("signal_errors", "where the added encodings' errors lie, with and without W_q, W_k")
+def signal_errors() -> str:
+    rows = []
+    for name in ("learned", "learned, with W_q, W_k", "sinusoidal", "sinusoidal, with W_q, W_k"):
+        errors = [experiments.cached_errors_by_count(trained) for trained in signal_group(name)]
+        rows.append([name, *(mean_range((float(wrong[list(counts)].sum() / seen.sum())
+                                         for wrong, seen in errors), digits=2)
+                             for counts in ERROR_BUCKETS.values()),
+                     mean_range((float(wrong.sum() / seen.sum()) for wrong, seen in errors),
+                                digits=2)])
+    seen = errors[0][1]
+    return markdown_table(
+        ["signal model", *(f"{bucket}&nbsp;%" for bucket in ERROR_BUCKETS), "all&nbsp;%"], rows,
+        caption="Percent of 10,000 held-out sequences answered wrong, by the true count; "
+                f"seeds {', '.join(map(str, SEEDS))}: the mean, and the range in brackets. "
+                "Each row's columns add up to its error, 100 % minus its exact match. Every "
+                f"model is scored on the same sequences, of which "
+                f"{percent(float(seen[8] / seen.sum()))} have a count of 8.")
 
 
 @recipe("signal_counts", "accuracy at each large count, drawn given the count, per model group")
