@@ -173,7 +173,7 @@ def copy_test_table() -> str:
                 "heads switched off together, zeroed or set to their mean outputs (mean of "
                 "seeds 0, 1 and 2, and in brackets the lowest and the highest). The groups are "
                 "chosen in each seed from its own weights (the copy column of that model's "
-                "table above, per seed): the head or the two heads with the most weight on the letter being copied, the one or two "
-                "with the least, and every head of one layer. Heads are named layer.head (2.4: "
-                "head 4 of the second block's cross-attention, or of the decoder-only model's "
-                "second block).")
+                "table above, per seed): the head or the two heads with the most weight on the "
+                "letter being copied, the one or two with the least, and every head of one "
+                "layer. Heads are named layer.head (2.4: head 4 of the second block's "
+                "cross-attention, or of the decoder-only model's second block).")
