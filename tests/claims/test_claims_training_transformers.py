@@ -210,12 +210,18 @@ def test_the_step_blind_floor_is_the_exact_loss_of_the_letter_proportions():
     assert round(floor(), 4) == 1.5964
 
 
-@pytest.mark.parametrize("cell", ["deep", "no residuals"])
-def test_the_stuck_models_mean_loss_sits_near_the_step_blind_floor(deep, no_residuals, cell):
-    """The page: both stuck models end, on the mean of the seeds, near the floor (within 0.05;
+def test_without_residuals_every_seed_ends_just_below_the_step_blind_loss(no_residuals):
+    """The page: its loss stops just below the step-blind line, in every seed (within 0.15;
     the training loss of the last 10 steps)."""
-    runs = deep[("post-LN", "cosine")] if cell == "deep" else no_residuals
-    assert abs(np.mean([_last_loss(run) for run in runs]) - floor()) < 0.05
+    for run in no_residuals:
+        assert floor() - 0.15 < _last_loss(run) < floor()
+
+
+def test_post_ln_at_six_blocks_one_seed_ends_above_the_line_two_below(deep):
+    """The page: one seed of post-LN without warm-up at 6 blocks ends above the step-blind
+    loss, the other two below it, one of them well below (by more than 0.3)."""
+    losses = sorted(_last_loss(run) for run in deep[("post-LN", "cosine")])
+    assert losses[2] > floor() > losses[1] and losses[0] < floor() - 0.3
 
 
 def test_without_residuals_the_predictions_barely_change_with_the_step():
