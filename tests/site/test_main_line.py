@@ -26,7 +26,8 @@ _MAIN_LINE = r"""article => {
     // The reading time is left out: the build counts the words before it writes that sentence
     // (18 words, which on a short page exceed the 1 % the two counts may differ by).
     copy.querySelectorAll('details, pre, table, figure, script, style, svg, .arithmatex, '
-                          + '.highlight, .headerlink, .reading-time').forEach(node => node.remove());
+                          + '.highlight, .headerlink, .reading-time')
+        .forEach(node => node.remove());
     const walker = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
     const chunks = [];
     while (walker.nextNode()) chunks.push(walker.currentNode.nodeValue);
