@@ -1,4 +1,5 @@
-"""Switching heads off: nothing else changes, and a head off is its context zeroed by hand."""
+"""Switching heads off: nothing else changes, and a head off is its context zeroed by hand (or
+set to its mean over held-out data, by hand)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import torch
 
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.multihead import merge_heads, split_heads
-from attnprimer.site.experiments.head_ablation import attention_layer, head_names, heads_off
+from attnprimer.site.experiments.head_ablation import (
+    attention_layer,
+    head_means,
+    head_names,
+    heads_off,
+)
 from attnprimer.transformer import DecoderOnly, Transformer
 
 INPUTS = torch.tensor([[1, 2, 3, 4], [4, 3, 0, 0]])
@@ -100,3 +106,54 @@ def test_the_decoder_only_model_has_no_cross_attention():
 def test_head_names_are_the_names_of_the_models_weights():
     for model in _models():
         assert sorted(head_names(model)) == sorted(model(INPUTS).attention)
+
+
+def _merged_inputs(model, name):
+    """The input of ``name``'s output projection in one teacher-forced pass: (B, L, D)."""
+    seen = []
+    handle = attention_layer(model, name).out_proj.register_forward_pre_hook(
+        lambda projection, given: seen.append(given[0]))
+    try:
+        model(INPUTS, TARGETS)
+    finally:
+        handle.remove()
+    return seen[0]
+
+
+@pytest.mark.parametrize(("architecture", "layer", "real"), [
+    ("encoder-decoder", "encoder self 1", INPUTS != 0),
+    ("encoder-decoder", "cross 2", torch.tensor([[True] * 5, [True] * 3 + [False] * 2])),
+    ("decoder-only", "decoder self 2",
+     torch.tensor([[True] * 9, [True, True, False, False, True, True, True, False, False]])),
+])
+def test_a_heads_mean_is_over_the_real_queries_only(architecture, layer, real):
+    model = dict(zip(["encoder-decoder", "decoder-only"], _models(), strict=True))[architecture]
+    merged = _merged_inputs(model, layer)  # (B, L, D)
+    by_hand = merged[real].mean(dim=0).view(3, -1)  # (H, Dh): the padding left out
+    torch.testing.assert_close(head_means(model, INPUTS, TARGETS)[layer], by_hand)
+    assert not torch.allclose(merged.flatten(0, 1).mean(dim=0).view(3, -1), by_hand)
+
+
+@pytest.mark.parametrize("model", _models(), ids=["encoder-decoder", "decoder-only"])
+def test_a_head_mean_ablated_is_its_context_set_to_its_mean(model):
+    means = head_means(model, INPUTS, TARGETS)
+    name = head_names(model)[-2]  # a head of the last layer
+    layer, head = name.rpartition(".")[0], int(name[-1]) - 1
+    whole = _merged_inputs(model, name)  # (B, L, D)
+    with heads_off(model, [name], means=means):
+        ablated = _merged_inputs(model, name)
+    split = ablated.view(*ablated.shape[:-1], 3, -1)  # (B, L, H, Dh)
+    assert torch.equal(split[..., head, :], means[layer][head].expand_as(split[..., head, :]))
+    others = [h for h in range(3) if h != head]
+    assert torch.equal(split[..., others, :], whole.view(split.shape)[..., others, :])
+
+
+def test_mean_ablation_with_zero_means_is_zero_ablation():
+    model = _models()[0]
+    zeros = {layer: torch.zeros_like(value)
+             for layer, value in head_means(model, INPUTS, TARGETS).items()}
+    with heads_off(model, ["cross 1.2", "encoder self 2.1"]):
+        zeroed = model(INPUTS, TARGETS).logits
+    with heads_off(model, ["cross 1.2", "encoder self 2.1"], means=zeros):
+        by_means = model(INPUTS, TARGETS).logits
+    assert torch.equal(zeroed, by_means)

@@ -2,10 +2,11 @@
 # # Lab: the Transformer
 #
 # This lab goes with the chapter [The Transformer](../chapters/transformer.md). You will
-# write the forward pass of a pre-LN encoder block from its four modules, then the
-# self-attention mask of the decoder-only model, and use your mask to run one of the
-# chapter's trained models by hand, one decoding step at a time. Last, you will look at
-# where the trained encoder-decoder attends when it writes a word backwards.
+# write the self-attention mask of the decoder-only model, and use your mask to run one of
+# the chapter's trained models by hand, one decoding step at a time. Last, you will look at
+# where the trained encoder-decoder attends when it writes a word backwards. The encoder
+# block's forward pass, pre-LN and post-LN, is in the
+# [next lab](training-transformers.py).
 
 # %%
 # %matplotlib inline
@@ -16,78 +17,6 @@ from attnprimer.site import exercises
 from attnprimer.site.catalogue import REVERSAL_EXAMPLE, site_model
 from attnprimer.site.figures import plot_task_attention
 from attnprimer.training.train import predict_one
-from attnprimer.transformer import EncoderBlock
-
-# %% [markdown]
-# ## Exercise: a pre-LN encoder block
-#
-# An encoder block has two sublayers, self-attention and a position-wise feed-forward
-# network. In a **pre-LN** block each sublayer reads a normalised copy of $x$ and adds
-# what it computes to $x$ itself:
-#
-# $$x \leftarrow x + \mathrm{Attention}(\mathrm{LN}_1(x)), \qquad
-# x \leftarrow x + \mathrm{FFN}(\mathrm{LN}_2(x)).$$
-#
-# The sum is the *residual connection*: $x$ travels through the block unchanged, and
-# each sublayer only adds a correction to it. Write `encoder_block(x, block)` for an
-# `EncoderBlock(..., pre_norm=True)`, using its four modules:
-#
-# * `block.attention(q)`, self-attention: returns the context (B, L, D) **and** the
-#   weights, so keep the first of the two;
-# * `block.norm_attention`, $\mathrm{LN}_1$;
-# * `block.feed_forward`, the network;
-# * `block.norm_feed_forward`, $\mathrm{LN}_2$.
-#
-# Leave out the mask: every position may read every other.
-
-# %% tags=["exercise"]
-def encoder_block(x, block):
-    """x (B, L, D) through a pre-LN encoder block -> (B, L, D)."""
-    raise NotImplementedError  # your code here
-
-
-# %% tags=["solution"]
-def encoder_block(x, block):
-    """x (B, L, D) through a pre-LN encoder block -> (B, L, D)."""
-    context, _ = block.attention(block.norm_attention(x))  # (B, L, D)
-    x = x + context  # the residual: x itself, plus the correction
-    return x + block.feed_forward(block.norm_feed_forward(x))  # (B, L, D)
-
-
-# %%
-exercises.check("encoder_block", encoder_block)
-
-# %% [markdown]
-# The original Transformer placed the norm the other way, **post-LN**:
-# $x \leftarrow \mathrm{LN}(x + \mathrm{sublayer}(x))$. It is a valid block, the original
-# paper's, but it is not this one, and the check says so. In post-LN the sum itself is
-# normalised, so nothing reaches the next block untouched. Xiong et al. (2020) show that at
-# initialisation post-LN's gradients near the output are large, against pre-LN's, which
-# shrink with depth, and argue that this is why post-LN can need a learning-rate warm-up.
-# On the chapter's task, at a peak learning rate of 0.01 and 500 steps, post-LN without
-# warm-up fails at 6 blocks per stack in every seed and not at 2, but the chapter finds that
-# the first gradients alone do not explain it.
-
-# %%
-def post_ln_block(x, block):
-    context, _ = block.attention(x)
-    x = block.norm_attention(x + context)
-    return block.norm_feed_forward(x + block.feed_forward(x))
-
-
-print(exercises.diagnose("encoder_block", post_ln_block))
-
-# %% [markdown]
-# Your function uses the block's own modules, so it is the block: check it against
-# `EncoderBlock` on a fresh one.
-
-# %%
-torch.manual_seed(0)
-block = EncoderBlock(dim=16, heads=4, hidden=64, pre_norm=True)
-x = torch.randn(2, 7, 16)
-with torch.no_grad():
-    torch.testing.assert_close(encoder_block(x, block), block(x)[0])
-print("equal to EncoderBlock(pre_norm=True) on a (2, 7, 16) input")
 
 # %% [markdown]
 # ## Exercise: the decoder-only model's mask
@@ -219,6 +148,3 @@ plot_task_attention(task, tokens, prediction, cross, own)
 #   target in one sequence) with a mask that lets each step see one token ahead,
 #   `tril(diagonal=1)`. The model was never shown the answer in training: does it copy
 #   it now, or do its predictions just get worse?
-# * `EncoderBlock(..., pre_norm=False)` is the post-LN block. Write its forward pass as
-#   you wrote `encoder_block`, and check it against the block with
-#   `torch.testing.assert_close`.

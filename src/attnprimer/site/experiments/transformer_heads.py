@@ -9,7 +9,8 @@
 * [`head_ablation`][attnprimer.site.experiments.transformer_heads.head_ablation]: held-out exact
   match (greedy) with each head switched off in turn
   ([`heads_off`][attnprimer.site.experiments.head_ablation.heads_off]), and with groups of heads
-  off.
+  off; each head either zeroed (zero ablation) or set to its mean output over other held-out
+  inputs (mean ablation, [`head_means`][attnprimer.site.experiments.head_ablation.head_means]).
 
 Everything runs on held-out inputs, under ``torch.no_grad``, forward only, on the CPU.
 Shape legend: B batch, S input length (padded), L query length, K key length.
@@ -21,13 +22,13 @@ from collections.abc import Iterable
 
 import torch
 
-from attnprimer.site.experiments.head_ablation import head_names, heads_off
+from attnprimer.site.experiments.head_ablation import head_means, head_names, heads_off
 from attnprimer.training.model_cache import cached_result
 from attnprimer.training.train import TrainedModel, evaluate, held_out_generator
 from attnprimer.transformer import DecoderOnly
 
-__all__ = ["PATTERNS", "cached_head_ablation", "cached_head_patterns", "copy_groups",
-           "head_ablation", "head_patterns", "ranked"]
+__all__ = ["ABLATIONS", "PATTERNS", "cached_head_ablation", "cached_head_patterns",
+           "copy_groups", "head_ablation", "head_patterns", "ranked"]
 
 PATTERNS = {
     "encoder self": ("mirror", "self", "previous", "next", "first", "last"),
@@ -114,14 +115,23 @@ def head_patterns(trained: TrainedModel, samples: int = 1000,
     return result
 
 
+ABLATIONS = ("zero", "mean")
+"""How a head is switched off: its output zeroed, or set to its mean over held-out inputs."""
+MEAN_SAMPLES = 1000
+"""Held-out inputs (another draw than the scored ones) that each head's mean output is taken
+over, for mean ablation."""
+
+
 @torch.no_grad()
 def head_ablation(trained: TrainedModel, groups: dict[str, list[str]] | None = None,
-                  samples: int = 500, seed: int = 0) -> dict[str, float]:
+                  samples: int = 500, seed: int = 0, ablation: str = "zero") -> dict[str, float]:
     """Held-out exact match (greedy, lengths 1-10) with heads switched off.
 
     Args:
         groups: heads to switch off together, by a name of the group's choosing; by default,
             every head alone (under its own name).
+        ablation: ``"zero"``, the head's output zeroed, or ``"mean"``, set to its mean output
+            over ``MEAN_SAMPLES`` teacher-forced held-out inputs drawn with ``seed + 1``.
 
     Returns:
         ``{"none": exact match of the whole model, group: exact match without it, ...}``.
@@ -133,12 +143,20 @@ def head_ablation(trained: TrainedModel, groups: dict[str, list[str]] | None = N
         >>> trained = train(task, TrainConfig(steps=2))
         >>> sorted(head_ablation(trained, samples=20))
         ['decoder self 1.1', 'decoder self 1.2', 'none']
+        >>> sorted(head_ablation(trained, samples=20, ablation="mean"))
+        ['decoder self 1.1', 'decoder self 1.2', 'none']
     """
+    if ablation not in ABLATIONS:
+        raise ValueError(f"ablation must be one of {', '.join(ABLATIONS)}, got {ablation!r}")
     if groups is None:
         groups = {name: [name] for name in head_names(trained.model)}
+    means = None
+    if ablation == "mean":
+        batch = trained.task.sample(MEAN_SAMPLES, held_out_generator(seed + 1))
+        means = head_means(trained.model.eval(), batch.inputs, batch.targets)
     result = {"none": evaluate(trained, samples=samples, seed=seed).exact_match}
     for group, names in groups.items():
-        with heads_off(trained.model, names):
+        with heads_off(trained.model, names, means=means):
             result[group] = evaluate(trained, samples=samples, seed=seed).exact_match
     return result
 
@@ -150,10 +168,11 @@ def cached_head_patterns(trained: TrainedModel, samples: int = 1000) -> dict[str
 
 
 def cached_head_ablation(trained: TrainedModel, groups: dict[str, list[str]] | None = None,
-                         samples: int = 500) -> dict[str, float]:
+                         samples: int = 500, ablation: str = "zero") -> dict[str, float]:
     """[`head_ablation`][attnprimer.site.experiments.transformer_heads.head_ablation] through the
     result cache."""
-    return cached_result(head_ablation, trained, groups=groups, samples=samples)
+    return cached_result(head_ablation, trained, groups=groups, samples=samples,
+                         ablation=ablation)
 
 
 def ranked(scores: dict[str, float], names: Iterable[str]) -> list[str]:

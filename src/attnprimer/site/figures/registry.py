@@ -35,9 +35,9 @@ import attnprimer.site.figures.rnn_recap as rnn_recap
 import attnprimer.site.figures.scale_diagrams as scale_diagrams
 import attnprimer.site.figures.self_attention as self_attention
 import attnprimer.site.figures.self_attention_tokens as self_attention_tokens
+import attnprimer.site.figures.training_transformers as training_transformers
 import attnprimer.site.figures.transformer as transformer
 import attnprimer.site.figures.transformer_lengths as transformer_lengths
-import attnprimer.site.figures.transformer_training as transformer_training
 from attnprimer.site.figures.recipes import Recipe, collect, dark_twin, render
 from attnprimer.training.fingerprints import fingerprint
 from attnprimer.training.train import single_thread
@@ -47,7 +47,7 @@ __all__ = ["FIGURES", "MODULES", "SiteBuild", "render_all", "render_site"]
 
 MODULES = (rnn_recap, rnn_diagrams, bahdanau, qkv, self_attention, self_attention_tokens,
            positional_encoding,
-           transformer, transformer_lengths, transformer_training, length_generalisation,
+           transformer, transformer_lengths, training_transformers, length_generalisation,
            attention_at_scale, kv_cache, attention_diagrams, scale_diagrams, position_diagrams,
            home)
 """The modules whose recipes make the site: the chapters' in reading order (a diagram module

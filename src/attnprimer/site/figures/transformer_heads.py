@@ -103,13 +103,19 @@ def example_grid(name: str) -> Figure:
 
 
 def head_results(name: str) -> dict[str, list]:
-    """Per seed: the heads' patterns, exact match with each head off, and with groups off."""
+    """Per seed: the heads' patterns, exact match with each head off, and with groups off;
+    ``"alone"`` and ``"groups"`` zero the heads, ``"mean alone"`` and ``"mean groups"`` set them
+    to their mean output (mean ablation)."""
     runs = reversal_seeds(name)
     patterns = [cached_head_patterns(trained) for trained in runs]
-    return {"patterns": patterns,
-            "alone": [cached_head_ablation(trained) for trained in runs],
-            "groups": [cached_head_ablation(trained, copy_groups(found))
-                       for trained, found in zip(runs, patterns, strict=True)]}
+    results: dict[str, list] = {"patterns": patterns}
+    for prefix, ablation in (("", "zero"), ("mean ", "mean")):
+        results[f"{prefix}alone"] = [cached_head_ablation(trained, ablation=ablation)
+                                     for trained in runs]
+        results[f"{prefix}groups"] = [
+            cached_head_ablation(trained, copy_groups(found), ablation=ablation)
+            for trained, found in zip(runs, patterns, strict=True)]
+    return results
 
 
 def _head_rows(name: str) -> list[list[str]]:
@@ -122,7 +128,8 @@ def _head_rows(name: str) -> list[list[str]]:
         copy = (mean_range([run["copy"] for run in scores], 0) if "copy" in scores[0]
                 else "–")
         rows.append([head, copy, f"{top}: " + mean_range([run[top] for run in scores], 0),
-                     mean_range([run[head] for run in results["alone"]])])
+                     mean_range([run[head] for run in results["alone"]]),
+                     mean_range([run[head] for run in results["mean alone"]])])
     return rows
 
 
@@ -131,7 +138,8 @@ def head_table(name: str) -> str:
     whole = mean_range([run["none"] for run in head_results(name)["alone"]])
     return markdown_table(
         ["head", "weight on the letter copied, %", "another target's weight, %",
-         "exact match with the head off, %"], _head_rows(name),
+         "exact match, head zeroed, %", "exact match, head set to its mean, %"],
+        _head_rows(name),
         caption=f"{name}: every head, over the three seeds (mean, and in brackets the lowest "
                 f"and the highest seed). Weights: teacher-forced, the mean weight the head's "
                 f"queries put on a target, 1,000 held-out inputs of 1 to 10 letters; the "
@@ -139,7 +147,9 @@ def head_table(name: str) -> str:
                 f".PATTERNS]; the third column gives, of the other targets, the one with the "
                 f"highest mean over the seeds (in a single seed another may weigh more). "
                 f"Exact match: greedy, 500 held-out inputs of 1 to 10 letters, "
-                f"that one head switched off; with every head on, {whole}&nbsp;%. A head's number "
+                f"that one head switched off, by zeroing its output or by setting it to its mean "
+                f"output over 1,000 other held-out inputs; with every head on, "
+                f"{whole}&nbsp;%. A head's number "
                 f"names a slot, not a role: head 2 of one seed need not do what head 2 of "
                 f"another does.")
 
@@ -155,14 +165,15 @@ def copy_test_table() -> str:
                             for seed in groups) if "copy" in group else group.split(",")[0]
             rows.append([name, group, heads,
                          mean_range([run[group] for run in results["groups"]]),
-                         by_seed(f"{100 * run[group]:.1f}" for run in results["groups"])])
+                         mean_range([run[group] for run in results["mean groups"]])])
     return markdown_table(
-        ["model", "switched off", "heads (seeds 0 / 1 / 2)", "exact match, %",
-         "by seed, %"], rows,
+        ["model", "switched off", "heads (seeds 0 / 1 / 2)", "exact match, zeroed, %",
+         "exact match, set to their means, %"], rows,
         caption="Greedy exact match on 500 held-out inputs of 1 to 10 letters with a group of "
-                "heads switched off together. The groups are chosen in each seed from its own "
-                "weights (the copy column of that model's table above, per seed): the head or "
-                "the two heads with the most weight on the letter being copied, the one or two "
-                "with the least, and every head of one layer. Heads are named layer.head (2.4: "
-                "head 4 of the second block's cross-attention, or of the decoder-only model's "
-                "second block).")
+                "heads switched off together, zeroed or set to their mean outputs (mean of "
+                "seeds 0, 1 and 2, and in brackets the lowest and the highest). The groups are "
+                "chosen in each seed from its own weights (the copy column of that model's "
+                "table above, per seed): the head or the two heads with the most weight on the "
+                "letter being copied, the one or two with the least, and every head of one "
+                "layer. Heads are named layer.head (2.4: head 4 of the second block's "
+                "cross-attention, or of the decoder-only model's second block).")

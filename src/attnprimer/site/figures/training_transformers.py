@@ -1,13 +1,14 @@
-"""Figures and tables of the Transformer chapter's section on training (``transformer.md``).
+"""Figures and tables of the chapter "Training the Transformer" (``training-transformers.md``).
 
-The encoder-decoder Transformer of the chapter, trained pre-LN and post-LN, at two peak
-learning rates, with and without warm-up (``NORM_PLACEMENTS`` x ``NORM_GRID_LRS`` x
+The encoder-decoder Transformer of the chapter "The Transformer", trained pre-LN and post-LN,
+at two peak learning rates, with and without warm-up (``NORM_PLACEMENTS`` x ``NORM_GRID_LRS`` x
 ``NORM_GRID_SCHEDULES`` in [`attnprimer.site.catalogue`][attnprimer.site.catalogue]), and without
 its residual connections (``NO_RESIDUALS``), three seeds each; the measurements at
 initialisation are in
 [`attnprimer.site.experiments.transformer_training`][attnprimer.site.experiments.transformer_training].
-Filed under the chapter ``transformer``, beside
-[`attnprimer.site.figures.transformer`][attnprimer.site.figures.transformer].
+The models are those of the Transformer chapter
+([`attnprimer.site.figures.transformer`][attnprimer.site.figures.transformer]); this page
+trains them in other ways.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from attnprimer.site.experiments.transformer_training import (
     first_gradient_norms,
     initial_model,
     position_spread,
+    step_blind_loss,
+    step_dependence,
 )
 from attnprimer.site.figures.curves import smoothed
 from attnprimer.site.figures.plotting import BLUE, GREEN, GREY, ORANGE
@@ -41,7 +44,8 @@ from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.training.model_cache import cached_result
 from attnprimer.training.train import TrainConfig, TrainedModel, held_out_generator
 
-__all__ = ["cell_runs", "gradient_norms", "no_residual_runs", "spreads", "trained_spreads"]
+__all__ = ["STUCK", "cell_runs", "floor", "gradient_norms", "no_residual_runs", "spreads",
+           "step_dependences", "trained_spreads"]
 
 STEPS = TRANSFORMER_STEPS["encoder-decoder"]
 CHAPTER_LR = NORM_GRID_LRS[0]  # the chapter's peak learning rate
@@ -53,6 +57,8 @@ VARIANTS = {"pre-LN": {"pre_norm": True}, "post-LN": {"pre_norm": False},
 COLOURS = {"pre-LN": BLUE, "post-LN": ORANGE, "pre-LN, no residuals": GREEN}
 FLOOR = 1e-12  # gradient norms at or below it are drawn on it
 WARMUP = {"cosine": "no warm-up", "warmup-cosine": "warm-up"}
+STUCK = ("post-LN, 6 blocks, no warm-up", "pre-LN, no residuals")
+"""The two models that do not learn the task, beside the chapter's (``"pre-LN"``)."""
 
 
 def cell_runs(norm: str, lr: float, schedule: str, layers: int = 2) -> list[TrainedModel]:
@@ -66,6 +72,28 @@ def no_residual_runs() -> list[TrainedModel]:
     """Every seed of the chapter's model without residual connections."""
     return [model.trained() for model in site_seeds("reversal-transformer", **NO_RESIDUALS,
                                                     steps=STEPS)]
+
+
+def floor() -> float:
+    """The step-blind predictor's training loss on the chapter's task (lengths 1 to 10, 8
+    letters): where the two stuck models' losses sit."""
+    task = ReversalTransformerTask()
+    return step_blind_loss(task.max_len, task.vocab_size, task.min_len)
+
+
+def _stuck_runs(model: str) -> list[TrainedModel]:
+    if model == "pre-LN":
+        return cell_runs("pre-LN", CHAPTER_LR, "cosine")
+    if model == STUCK[0]:
+        return cell_runs("post-LN", DEEP_LR, "cosine", DEEP_LAYERS)
+    return no_residual_runs()
+
+
+def step_dependences(model: str) -> list[dict[str, float]]:
+    """[`step_dependence`][attnprimer.site.experiments.transformer_training.step_dependence] of
+    every seed of ``model`` (``"pre-LN"``, the chapter's, or one of ``STUCK``), through the
+    result cache."""
+    return [cached_result(step_dependence, run, samples=500) for run in _stuck_runs(model)]
 
 
 def gradient_norms(variant: str, layers: int) -> dict[str, np.ndarray]:
@@ -112,6 +140,11 @@ def _curves(axes_loss, axes_match, runs: list[TrainedModel], colour: str, style:
     axes_match.scatter(np.repeat(checked[None], len(runs), 0), match, color=colour, s=6)
 
 
+def _floor_line(axes) -> None:
+    """The step-blind predictor's loss, as a dotted line."""
+    axes.axhline(floor(), color=GREY, lw=0.9, ls=":")
+
+
 def _label_curves(axes_loss, axes_match) -> None:
     axes_loss.set_yscale("log")
     axes_loss.set_ylabel(f"training loss\n(mean of {WINDOW} steps)")
@@ -123,7 +156,7 @@ def _label_curves(axes_loss, axes_match) -> None:
 
 
 @recipe("norms", "pre-LN and post-LN, two peak learning rates, with and without warm-up: "
-        "loss and held-out exact match while training", chapter="transformer")
+        "loss and held-out exact match while training", chapter="training-transformers")
 def norms() -> Figure:
     figure = Figure(figsize=(10, 5.6), layout="constrained")
     grid = figure.subplots(2, len(NORM_GRID_LRS) + 1, sharex=True, sharey="row")
@@ -139,7 +172,10 @@ def norms() -> Figure:
                 COLOURS[norm], styles[schedule], f"{norm}, {WARMUP[schedule]}")
     grid[0, -1].set_title(f"{DEEP_LAYERS} blocks, peak learning rate {DEEP_LR:g}", fontsize=10)
     for column in range(grid.shape[1]):
+        _floor_line(grid[0, column])
         _label_curves(grid[0, column], grid[1, column])
+    grid[0, -1].text(STEPS, floor() * 1.25, f"step-blind {floor():.4f}", fontsize=7,
+                     color=GREY, ha="right", va="bottom")
     for axes in grid[:, 1:].flat:
         axes.set_ylabel("")
     grid[1, 0].legend(fontsize=8, loc="lower right")
@@ -147,7 +183,7 @@ def norms() -> Figure:
 
 
 @recipe("norms_table", "final exact match and the step reaching 99 %: every cell of the grid, "
-        "and the model without residual connections", chapter="transformer")
+        "and the model without residual connections", chapter="training-transformers")
 def norms_table() -> str:
     cells = [(norm, 2, lr, schedule, cell_runs(norm, lr, schedule))
              for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
@@ -179,21 +215,49 @@ def norms_table() -> str:
 
 
 @recipe("residuals", "with and without residual connections: loss and held-out exact match "
-        "while training", chapter="transformer")
+        "while training", chapter="training-transformers")
 def residuals() -> Figure:
     figure = Figure(figsize=(9, 3.4), layout="constrained")
     axes_loss, axes_match = figure.subplots(1, 2)
     _curves(axes_loss, axes_match, cell_runs("pre-LN", CHAPTER_LR, "cosine"), BLUE, "-",
             "pre-LN (the chapter's model)")
     _curves(axes_loss, axes_match, no_residual_runs(), GREEN, "-", "pre-LN, no residuals")
+    _floor_line(axes_loss)
+    axes_loss.text(STEPS, floor() * 1.25, f"step-blind {floor():.4f}", fontsize=7, color=GREY,
+                   ha="right", va="bottom")
     _label_curves(axes_loss, axes_match)
     axes_loss.set_xlabel("training step")
     axes_match.legend(fontsize=8, loc="center right")
     return figure
 
 
+@recipe("stuck", "the stuck models' predictions barely change with the step: distances from "
+        "the step-blind predictor", chapter="training-transformers")
+def stuck() -> str:
+    rows = []
+    for model in ("pre-LN", *STUCK):
+        found = step_dependences(model)
+        rows.append([model if model != "pre-LN" else "pre-LN, 2 blocks (the chapter's model)",
+                     mean_range([run["loss"] / 100 for run in found], 4),  # not a %
+                     mean_range([run["across steps"] for run in found]),
+                     mean_range([run["from step-blind"] for run in found])])
+    return markdown_table(
+        ["model", "held-out loss", "change across the steps, %", "distance from step-blind, %"],
+        rows,
+        caption=f"Teacher-forced, on 500 held-out inputs of 1 to 10 letters, each scored step "
+                f"(the letters and the end): the model's predicted distribution over the "
+                f"outputs. Change across the steps: its distance from the mean of the model's "
+                f"predictions over that input's steps (0: the same prediction at every step). "
+                f"Distance from step-blind: from the predictor that gives each letter its "
+                f"count over n + 1 and the end 1 / (n + 1), whose loss on these inputs is "
+                f"{np.mean([run['step-blind loss'] for run in step_dependences('pre-LN')]):.4f} "
+                f"and in expectation {floor():.4f}. Distances are total variation, in % (0 the "
+                f"same distribution, 100 disjoint). The mean of seeds 0, 1 and 2 and, in "
+                f"brackets, the lowest and the highest seed.")
+
+
 @recipe("gradients", "gradient norm of each block at the first training step: pre-LN, "
-        "post-LN and no residuals, 2 and 6 blocks per stack", chapter="transformer")
+        "post-LN and no residuals, 2 and 6 blocks per stack", chapter="training-transformers")
 def gradients() -> Figure:
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     panels = figure.subplots(1, len(DEPTHS), sharey=True,
@@ -229,7 +293,7 @@ def trained_spreads(runs: list[TrainedModel], samples: int = 500) -> list[float]
 
 
 @recipe("spread", "how far apart the encoder's output vectors are across positions, with and "
-        "without residual connections", chapter="transformer")
+        "without residual connections", chapter="training-transformers")
 def spread() -> str:
     rows = [["pre-LN (the chapter's)", mean_range(spreads("pre-LN", 2)),
              mean_range(spreads("pre-LN", 6)),
