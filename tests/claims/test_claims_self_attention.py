@@ -333,10 +333,11 @@ def test_reading_the_smaller_count_instead_it_is_never_right(interventions):
         assert results["swap the A and B weights"] < 0.01
 
 
-def test_blocking_step_c_costs_about_a_third_more_than_blocking_the_smaller_count(interventions):
-    # "step C gets little of the weight, yet blocking it costs on average about a third more
-    # than blocking the smaller count, more in some seeds and less in others"; "blocking the
-    # smaller count, or step C, leaves it right at least four times in five"
+def test_blocking_step_c_costs_more_on_average_than_blocking_the_smaller_count(interventions):
+    # "step C gets little weight, yet blocking it costs on average more than blocking the smaller
+    # count, in some models less" (1.15 to 1.6 times as much on the mean: 1.48 on the Intel
+    # Xeon build; the page said "about a third more" after the first build machine's models);
+    # "without the smaller count it is still mostly right"
     results = interventions[SELF]
     trained = np.array([result["as trained"] for result in results])
     other = np.array([result["block the other letters"] for result in results])

@@ -59,26 +59,38 @@ __all__: list[str] = []
 # --- the difference models --------------------------------------------------------------------
 
 
-@recipe("difference_accuracy", "held-out accuracy of the difference models, three seeds each")
-def difference_accuracy() -> str:
+def _difference_results():
     first = site_model("difference", self_att=True).trained()
+    return first, {variant: [cached_evaluation(trained) for trained in difference_models(variant)]
+                   for variant in DIFFERENCE_VARIANTS}
+
+
+@recipe("difference_accuracy", "held-out accuracy of the difference models, mean (min-max)")
+def difference_accuracy() -> str:
+    first, results = _difference_results()
     labels = first.task.output_labels()
-    rows, summary = [], []
-    for variant in DIFFERENCE_VARIANTS:
-        results = [cached_evaluation(trained) for trained in difference_models(variant)]
-        for seed, result in zip(SEEDS, results, strict=True):
-            rows.append([variant, seed, f"**{percent(result.exact_match)}**",
-                         *(percent(accuracy) for accuracy in result.per_step)])
-        exact = np.asarray([result.exact_match for result in results])
-        summary.append(f"{variant}: mean {percent(exact.mean())}, "
-                       f"from {percent(exact.min())} to {percent(exact.max())}")
-    config = first.config
+    rows = [[variant, f"**{mean_range([r.exact_match for r in runs], digits=2)}**",
+             *(mean_range([r.per_step[step] for r in runs], digits=2)
+               for step in range(len(labels)))] for variant, runs in results.items()]
+    config, samples = first.config, next(iter(results.values()))[0].samples
     return markdown_table(
-        ["model", "seed", "exact match", *map(cell, labels)], rows,
-        caption=f"Exact match: all {len(labels)} outputs right. Each model scored on "
-                f"{results[0].samples:,} held-out sequences; trained {config.steps:,} steps, "
-                f"batches of {config.batch_size}, Adam from lr {config.lr:g} with "
-                f"{config.schedule} decay. Over the seeds: " + "; ".join(summary) + ".")
+        ["model", "exact match (%)", *(f"{cell(label)} (%)" for label in labels)], rows,
+        align="l" + "r" * (len(labels) + 1),
+        caption=f"Exact match: all {len(labels)} outputs right. The mean of three training "
+                f"runs, then their lowest and highest, each scored on {samples:,} held-out "
+                f"sequences; trained {config.steps:,} steps, batches of {config.batch_size}, "
+                f"Adam from lr {config.lr:g} with {config.schedule} decay.")
+
+
+@recipe("difference_accuracy_by_seed", "held-out accuracy of every difference model, by seed")
+def difference_accuracy_by_seed() -> str:
+    first, results = _difference_results()
+    rows = [[variant, seed, f"**{percent(result.exact_match)}**",
+             *(percent(accuracy) for accuracy in result.per_step)]
+            for variant, runs in results.items()
+            for seed, result in zip(SEEDS, runs, strict=True)]
+    return markdown_table(["model", "seed", "exact match", *map(cell, first.task.output_labels())],
+                          rows)
 
 
 @recipe("difference_training", "held-out exact match while training, per variant, over seeds")
