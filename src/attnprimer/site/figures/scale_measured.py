@@ -11,8 +11,6 @@ trained model is involved; the recipes are filed under the chapter ``attention-a
 
 from __future__ import annotations
 
-import math
-
 import torch
 from matplotlib.figure import Figure
 
@@ -54,7 +52,7 @@ def memory_resolution() -> float:
 def _resolution_text() -> str:
     return (f"the {SETTINGS['memory_repeats']} calls of each point agree to within "
             f"{memory_resolution():.1f} MiB; the peak counts whole pages of resident memory, "
-            f"not bytes, so read it to about {max(1, math.ceil(memory_resolution()))} MiB")
+            f"not bytes, so read it to about {max(1, round(memory_resolution()))} MiB")
 
 
 def _settings() -> str:
