@@ -187,18 +187,10 @@ def kv_cost_table() -> str:
     return markdown_table(
         ["tokens generated", "tokens/s, cache", "tokens/s, none", "speed-up",
          "cache (MiB)", "peak, cache (MiB)", "peak, none (MiB)"], rows,
-        caption=f"Greedy decoding of one sequence (B = 1, a prompt of {PROMPT} tokens and the "
-                f"separator) by an untrained decoder-only model with D = {dim}, H = {heads}, "
-                f"{layers} pre-LN blocks, float32, 1 thread, on "
-                f"{describe(run['before'], run['after'])}, measured when this page was built "
-                f"in two fresh processes. Tokens per second: from the shortest / the median of "
-                f"{run['repeats']} decodings, prefill included (the ordinary allocator); "
-                f"speed-up: of the shortest. Peak: the extra resident memory at the decoding's "
-                f"peak, the median of 3 decodings with an allocator that returns every large "
-                f"block to the system at once; the three agree to within "
-                f"{spread / 2**20:.2f} MiB, and small allocations can hide in memory already "
-                f"held, so read the peaks to about 1 MiB. \"Cache\": the bytes of the keys and "
-                f"values held at the end.")
+        caption=f"D = {dim}, H = {heads}, {layers} blocks, a prompt of {PROMPT} tokens. "
+                f"Tokens/s from the shortest / the median of {run['repeats']} decodings; peaks "
+                f"within {spread / 2**20:.2f} MiB over 3 decodings, read to about 1 MiB. "
+                f"Measured at build on {describe(run['before'], run['after'])}.")
 
 
 @recipe("kv_site_speed", "the trained decoder-only model decoding, cache on and off",
@@ -243,10 +235,6 @@ def gqa_table() -> str:
     return markdown_table(
         ["attention", "key/value heads G", "query heads per group", "bytes per token",
          "MiB for 4,096 tokens", "smaller by"], rows,
-        caption=f"D = {dim}, H = {heads} query heads of Dh = {dim // heads}, {layers} layers, "
-                f"float32, one sequence. Counted, not measured: tokens fed one at a time through "
-                f"a stack of {layers} grouped-query attention layers with caches, the bytes of "
-                f"the tensors the caches then hold divided by the tokens; the formula is "
-                f"2 × layers × G × Dh × 4 bytes. For comparison, the weights of a decoder-only "
-                f"model of this size (multi-head, the site's vocabulary) take "
-                f"{_weights_mib():.1f} MiB.")
+        caption=f"Counted, not measured: the bytes of the caches' tensors, per token, for "
+                f"D = {dim}, H = {heads} heads of Dh = {dim // heads}, {layers} layers, "
+                f"float32. The weights of such a model take {_weights_mib():.1f} MiB.")

@@ -55,6 +55,14 @@ def _resolution_text() -> str:
             f"not bytes, so read it to about {max(1, round(memory_resolution()))} MiB")
 
 
+def _machine() -> str:
+    """The short line every timing table carries: calls, machine, load."""
+    measured = cached_measurement()
+    return (f"Time: the shortest / the median of {measured.repeats} calls, in ms; memory: peak "
+            f"extra MiB, read to about {max(1, round(memory_resolution()))} MiB. Measured at "
+            f"build on {describe(measured.before, measured.after)}")
+
+
 def _settings() -> str:
     measured = cached_measurement()
     return (f"B = {SETTINGS['batch']}, H = {SETTINGS['heads']} heads of Dh = "
@@ -108,7 +116,6 @@ def _mib(point) -> str:
 def cost_table() -> str:
     points = cached_training_cost()
     by = {(p.implementation, p.length): p for p in points}
-    last = max(point.length for point in of(points, "materialised"))
     rows = []
     for length in LENGTHS:
         chosen = [by.get((name, length)) for name in FULL]
@@ -119,12 +126,7 @@ def cost_table() -> str:
     return markdown_table(
         ["L", *(f"ms: {name}" for name in names), "tiled / fused",
          *(f"MiB: {name}" for name in names)], rows, align="r" * 8,
-        caption=f"Time in ms (the shortest / the median), the ratio of the shortest times, and "
-                f"peak extra memory in MiB. {_settings()}. The implementation that keeps the "
-                f"weights stops at L = {last:,}: at twice that its peak would be about four "
-                f"times {_mib(by[('materialised', last)])} MiB, some "
-                f"{4 * by[('materialised', last)].peak_bytes / 2**30:.1f} GiB. Tiled: blocks "
-                f"of {SETTINGS['block_size']} queries and keys.")
+        caption=f"{_machine()}. The settings: in the fold below.")
 
 
 @recipe("local_table", "a sliding window: tiled with skipped blocks against a dense mask",
@@ -142,11 +144,8 @@ def local_table() -> str:
                      for what in ("ms", "MiB"))]
     return markdown_table(
         header, rows, align="r" * len(header),
-        caption=f"A causal window reaching {SETTINGS['window']} keys back; time in ms (the "
-                f"shortest / the median), peak extra memory in MiB. {_settings()}. The dense "
-                f"mask (one byte per entry) is built before the call: neither its time nor its "
-                f"own bytes are in the call's numbers. The fused kernel with a dense mask stops "
-                f"at L = {SETTINGS['materialise_up_to']:,}.")
+        caption=f"A causal window reaching {SETTINGS['window']} keys back, the dense mask "
+                f"built before the call. {_machine()}.")
 
 
 def targets_rows() -> list[list[str]]:
@@ -172,8 +171,16 @@ def targets_rows() -> list[list[str]]:
 @recipe("targets", "the chapter's targets for tiled attention, as measured", alone=True,
         chapter=CHAPTER)
 def targets() -> str:
-    return markdown_table(["what", "target", "measured", "met"], targets_rows(),
-                          align="lrrl", caption=f"{_settings()}.")
+    points = cached_training_cost()
+    last = max(point.length for point in of(points, "materialised"))
+    peak = next(p.peak_bytes for p in points if p[:2] == ("materialised", last))
+    return markdown_table(
+        ["what", "target", "measured", "met"], targets_rows(), align="lrrl",
+        caption=f"The settings of every measurement of this page: {_settings()}. Tiled: blocks "
+                f"of {SETTINGS['block_size']} queries and keys. The implementation that keeps "
+                f"the weights stops at L = {last:,}: at twice that its peak would be about four "
+                f"times {peak / 2**20:,.1f} MiB, some {4 * peak / 2**30:.1f} GiB; the fused "
+                f"kernel with a dense mask stops there too.")
 
 
 @recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per call", alone=True,
@@ -189,7 +196,5 @@ def sdpa_table() -> str:
     return markdown_table(
         ["the call", "kernel that ran", *(f"MiB at L = {n:,}" for n in lengths)],
         rows, align="ll" + "r" * len(lengths),
-        caption=f"Peak extra memory of one forward call, one sequence, H = 4 heads of Dh = 64, "
-                f"float32, {torch.get_num_threads()} threads, a fresh process; the kernel as "
-                f"torch.profiler names it, less `{prefix}` (torch {torch.__version__}). "
-                f"Memory only, no times.")
+        caption=f"Peak extra MiB of one forward call, H = 4 heads of Dh = 64; the kernel as "
+                f"torch.profiler names it, less `{prefix}`.")
