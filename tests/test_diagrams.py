@@ -50,7 +50,7 @@ DIAGRAMS = {
                                              "turn q, k by\nposition\n(rotary only)",
                                              "$q k^\\top / \\sqrt{D_h}$", "(B, L, C)"],
     "attention-at-scale/tiled_diagram": ["$Q_i$", "$K_j$", "$V_j$", "($B_q$, $B_k$)", "m, s, t",
-                                         "mask inside", "$O_i$, $\\ell_i$"],
+                                         "mask inside", "$O_i$, lse$_i$"],
 }
 MODULES = {"attnprimer.site.figures.rnn_diagrams", "attnprimer.site.figures.attention_diagrams",
            "attnprimer.site.figures.scale_diagrams", "attnprimer.site.figures.position_diagrams"}

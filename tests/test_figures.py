@@ -333,6 +333,7 @@ DIAGRAM_MODULES = {f"attnprimer.site.figures.{name}" for name in (
     "rnn_diagrams", "attention_diagrams", "scale_diagrams", "position_diagrams")}
 SECTION_MODULES = {"attnprimer.site.figures.transformer_lengths": "transformer",
                    "attnprimer.site.figures.kv_cache": "attention-at-scale",
+                   "attnprimer.site.figures.scale_measured": "attention-at-scale",
                    "attnprimer.site.figures.self_attention_tokens": "self-attention"}
 """Figure modules of one section of a chapter, each filed under that chapter."""
 

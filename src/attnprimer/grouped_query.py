@@ -11,14 +11,16 @@ middle way, G key/value heads, each shared by a group of H / G query heads. The 
 by H / G; G = H is multi-head attention again, G = 1 multi-query.
 
 * [`grouped_attention`][attnprimer.grouped_query.grouped_attention]: the attention itself, on
-  queries (B, H, L, Dh) and keys and values (B, G, S, Dh);
+  queries (B, H, L, Dh) and keys and values (B, G, S, Dh). It copies the G heads out to H with
+  ``repeat_interleave``, which is readable but spends memory and traffic of multi-head size at
+  every step; kernels written for grouped-query attention index the shared head instead;
 * [`GroupedQueryAttention`][attnprimer.grouped_query.GroupedQueryAttention]: the layer, with an
   optional [`LayerCache`][attnprimer.kv_cache.LayerCache], and
   [`from_multihead`][attnprimer.grouped_query.GroupedQueryAttention.from_multihead], which
   builds one from a [`MultiHeadAttention`][attnprimer.multihead.MultiHeadAttention] by averaging
   the key and value heads of each group (the paper's conversion; exact when G = H);
 * [`cache_bytes_per_token`][attnprimer.grouped_query.cache_bytes_per_token]: what the cache of a
-  stack of such layers holds per position, measured on the tensors it stores.
+  stack of such layers holds per position, counted from the sizes of the tensors it stores.
 
 Shape legend: B batch, L query length, S key length, D model dim, H query heads, G key/value
 heads, Dh = D / H head dim.
@@ -177,8 +179,8 @@ def cache_bytes_per_token(dim: int, heads: int, kv_heads: int, layers: int, *,
                           positions: int = 64, dtype: torch.dtype = torch.float32) -> float:
     """Bytes of key/value cache per position for a stack of ``layers`` attention layers.
 
-    Measured, not computed from a formula: ``positions`` random vectors are fed one at a
-    time through ``layers``
+    Counted from the cache, not computed from a formula (and not a memory measurement):
+    ``positions`` random vectors are fed one at a time through ``layers``
     [`GroupedQueryAttention`][attnprimer.grouped_query.GroupedQueryAttention]
     layers with caches (B = 1), and the bytes the caches then hold are divided by the
     positions. The formula they should match is 2 x layers x G x Dh x bytes per number.

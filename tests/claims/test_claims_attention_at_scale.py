@@ -17,10 +17,12 @@ from torch.nn import functional as F
 from attnprimer.block_mask import BlockMask
 from attnprimer.masks import local_mask
 from attnprimer.online_softmax import online_steps
+from attnprimer.site.bench import training_attention_cost as bench
 from attnprimer.site.bench.attention_cost import sdpa_kernel_name
 from attnprimer.site.bench.training_attention_cost import LENGTHS, LOCAL_LENGTHS, SETTINGS
 from attnprimer.site.experiments.attention_at_scale import (
     block_counts,
+    cached_measurement,
     cached_training_cost,
     of,
     slope,
@@ -32,6 +34,7 @@ from attnprimer.site.figures.attention_at_scale import (
     WALK_SCORES,
     WALK_VALUES,
 )
+from attnprimer.site.figures.scale_measured import cost_table, local_table, memory_resolution
 from attnprimer.tiled import tiled_attention
 
 MiB = 2**20
@@ -57,6 +60,39 @@ def test_every_point_the_page_shows_was_measured(points):
         measured = of(points, name)
         assert [point.length for point in measured] == lengths
         assert all(point.seconds > 0 and point.peak_bytes for point in measured)
+
+
+def test_the_timing_tables_give_five_calls_min_and_median_and_the_machine():
+    """'the shortest and the median of five calls'; the captions name the CPU, its cores and
+    the load average before and after the measurement."""
+    measured = cached_measurement()
+    assert measured.repeats >= 5
+    assert all(0 < point.seconds <= point.median_seconds for point in measured.points)
+    for machine in (measured.before, measured.after):
+        assert machine["cpu"] and machine["cores"] >= 1 and "load" in machine
+    for table in (cost_table(), local_table()):
+        assert measured.before["cpu"] in table and "load average" in table
+        assert f"the shortest / the median of {measured.repeats} calls" in table
+
+
+def test_the_memory_is_read_to_about_one_mib():
+    """'the memory is read to about 1 MiB': the three calls of every point agree to within
+    about that (less than 1.5 MiB, which the caption rounds to 1)."""
+    assert all(point.peak_spread_bytes is not None for point in cached_training_cost())
+    assert memory_resolution() < 1.5
+
+
+def test_the_dense_mask_is_built_before_the_timed_call(monkeypatch):
+    """'The dense mask is built before the call': once per length, not once per timed call."""
+    built = []
+
+    def counting(*args, **kwargs):
+        built.append(args)
+        return local_mask(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "local_mask", counting)
+    bench.measure_training_cost((), (64, 128), block_size=16, window=16, repeats=3)
+    assert len(built) == 2
 
 
 def test_tiled_peak_memory_grows_at_most_linearly(points):
@@ -100,16 +136,36 @@ def test_the_fused_kernel_holds_about_as_much_as_the_tiled_pass(points):
 
 
 def test_a_dense_window_mask_costs_quadratic_memory_and_skipping_does_not(points):
-    """The sliding-window figure: memory slope 2 for the dense mask, below 1.1 for tiled."""
+    """The sliding-window figure: the dense mask's memory grows faster and faster, towards
+    slope 2, as the float copy of the mask (slope 2) comes to dominate; below 1.1 for tiled."""
     dense = [n for n in LOCAL_LENGTHS if n <= SETTINGS["materialise_up_to"]]
-    assert slope(points, "fused, local mask", "peak_bytes", dense) >= 1.8
+    assert slope(points, "fused, local mask", "peak_bytes", dense) >= 1.5
+    assert slope(points, "fused, local mask", "peak_bytes", dense[-2:]) > \
+        slope(points, "fused, local mask", "peak_bytes", dense[:2])
     assert slope(points, "tiled, local", "peak_bytes") <= 1.1
     # the figure's legend fits the three longest: "the tiled pass grows with slope below 1"
     assert slope(points, "tiled, local", "peak_bytes", LOCAL_LENGTHS[-3:]) < 1.0
-    # "its peak is over ten times the mask's own L^2 bytes" (the mask and its float copy: 5)
+
+
+def test_the_dense_mask_adds_four_bytes_per_entry_its_float_copy(points):
+    """'What the call adds to the fused kernel's peak without a mask is four bytes per entry:
+    the float copy of the mask' (the mask itself was built before the call), to within the
+    memory's resolution at each length both were measured at."""
     for point in of(points, "fused, local mask"):
-        if point.peak_bytes is not None and point.length in dense:
-            assert point.peak_bytes > 10 * point.length**2, point
+        if point.length not in LENGTHS or point.length < 1024:
+            continue
+        added = point.peak_bytes - _peak(points, "fused", point.length)
+        assert abs(added - 4 * point.length**2) <= max(0.1 * 4 * point.length**2, MiB), point
+
+
+def test_the_tiled_causal_mask_is_aligned_top_left():
+    """'The causal rule of BlockMask is j <= i, aligned top-left': with fewer queries than keys
+    it is torch.tril(ones(L, S)), not the bottom-right triangle a cached step needs."""
+    queries, keys = 3, 8
+    ones = torch.ones(queries, keys, dtype=torch.bool)
+    mask = BlockMask(causal=True).dense(queries, keys)
+    assert torch.equal(mask, torch.tril(ones))
+    assert not torch.equal(mask, torch.tril(ones, diagonal=keys - queries))
 
 
 def test_the_block_figure_counts():

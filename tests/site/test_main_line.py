@@ -15,7 +15,8 @@ import pytest
 
 MAIN_LINE_CHAPTERS = ["chapters/rnn-recap/", "chapters/bahdanau/", "chapters/qkv/",
                       "chapters/self-attention/", "chapters/positional-encoding/",
-                      "chapters/transformer/", "chapters/training-transformers/"]
+                      "chapters/transformer/", "chapters/training-transformers/",
+                      "chapters/attention-at-scale/"]
 """The chapters written to the shape so far (the rest follow in issue 37)."""
 
 MAX_WORDS = 2500

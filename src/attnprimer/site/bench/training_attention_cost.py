@@ -17,7 +17,13 @@ and, for a causal sliding window reaching ``window`` keys back, at lengths of th
 
 * ``tiled, local``: tiled attention skipping the blocks outside the window;
 * ``fused, local mask``: the fused kernel given the same window as a dense boolean mask,
-  up to ``materialise_up_to`` only (the mask is L x L).
+  up to ``materialise_up_to`` only (the mask is L x L). The mask is built before the call, not
+  in it: neither its time nor its own L x L bytes are in the call's numbers.
+
+Each point keeps the shortest and the median time of ``repeats`` timed calls (the shortest is
+what the code can do, the median what a busy machine gave it) and the median peak of three
+calls measured for memory, with the spread of those three: the resolution of the memory
+figures, which count resident pages, not bytes.
 
 The command line, and so the fresh-process measurement, runs on one torch thread
 (``SETTINGS["threads"]``; a direct call runs on the caller's threads): the tiled pass is a
@@ -38,54 +44,89 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import torch
 from torch.nn import functional as F
 
 from attnprimer.dot_product import scaled_dot_product_attention
 from attnprimer.masks import local_mask
-from attnprimer.site.bench.attention_cost import CostPoint, exact_allocator, peak_memory, run_fresh
+from attnprimer.site.bench.attention_cost import exact_allocator, peak_memory, run_fresh
+from attnprimer.site.bench.machine import describe, machine
 from attnprimer.tiled import tiled_attention
 
-__all__ = ["LENGTHS", "LOCAL_LENGTHS", "SETTINGS", "measure_training_cost",
-           "measure_training_cost_in_fresh_process"]
+__all__ = ["LENGTHS", "LOCAL_LENGTHS", "SETTINGS", "Measurement", "TimedPoint",
+           "measure_training_cost", "measure_training_cost_in_fresh_process"]
 
 LENGTHS = (256, 512, 1024, 2048, 4096, 8192)
 """The lengths of the full (unmasked) comparison."""
 LOCAL_LENGTHS = (1024, 2048, 4096, 8192, 16384)
 """The lengths of the sliding-window comparison."""
 SETTINGS = {"batch": 1, "heads": 2, "head_dim": 64, "block_size": 256, "window": 256,
-            "materialise_up_to": 4096, "repeats": 2, "threads": 1}
+            "materialise_up_to": 4096, "repeats": 5, "memory_repeats": 3, "threads": 1}
 """The settings the chapter measures with (the defaults of
 ``python -m attnprimer.site.bench.training_attention_cost``)."""
 
-Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None],
+                     torch.Tensor]
+
+
+class TimedPoint(NamedTuple):
+    """One implementation at one length.
+
+    Attributes:
+        implementation: its name.
+        length: L = S.
+        seconds: the shortest of the timed calls.
+        peak_bytes: the median extra resident memory at the call's peak, or None where it
+            cannot be measured.
+        median_seconds: the median of the timed calls.
+        peak_spread_bytes: the largest minus the smallest of the peaks measured, or None.
+    """
+
+    implementation: str
+    length: int
+    seconds: float
+    peak_bytes: int | None
+    median_seconds: float
+    peak_spread_bytes: int | None
+
+
+class Measurement(NamedTuple):
+    """The points, with the machine before and after
+    ([`machine`][attnprimer.site.bench.machine.machine]) and the number of timed calls."""
+
+    points: list[TimedPoint]
+    before: dict[str, object]
+    after: dict[str, object]
+    repeats: int
 
 
 def _implementations(block_size: int, window: int) -> dict[str, Attention]:
-    def local_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-        length = query.shape[-2]
-        mask = local_mask(length, window, causal=True)  # (L, L), built in the call
-        return F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
-
     return {
-        "materialised": lambda q, k, v: scaled_dot_product_attention(q, k, v)[0],
-        "tiled": lambda q, k, v: tiled_attention(q, k, v, block_size=block_size),
-        "fused": F.scaled_dot_product_attention,
-        "tiled, local": lambda q, k, v: tiled_attention(q, k, v, causal=True, window=window,
-                                                        block_size=block_size),
-        "fused, local mask": local_dense,
+        "materialised": lambda q, k, v, _: scaled_dot_product_attention(q, k, v)[0],
+        "tiled": lambda q, k, v, _: tiled_attention(q, k, v, block_size=block_size),
+        "fused": lambda q, k, v, _: F.scaled_dot_product_attention(q, k, v),
+        "tiled, local": lambda q, k, v, _: tiled_attention(q, k, v, causal=True, window=window,
+                                                           block_size=block_size),
+        "fused, local mask": lambda q, k, v, mask: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask),
     }
 
 
+DENSE_MASK = ("fused, local mask",)
+"""The implementations given the window as a dense (L, L) mask, built before the call."""
+
+
 def _forward_backward(attention: Attention, length: int, batch: int, heads: int,
-                      head_dim: int, generator: torch.Generator) -> Callable[[], object]:
+                      head_dim: int, generator: torch.Generator,
+                      mask: torch.Tensor | None = None) -> Callable[[], object]:
     query, key, value = (torch.randn(batch, heads, length, head_dim, generator=generator,
                                      requires_grad=True) for _ in range(3))  # (B, H, L, Dh)
     grad_context = torch.randn(batch, heads, length, head_dim, generator=generator)
 
     def call() -> object:
-        context = attention(query, key, value)  # (B, H, L, Dh)
+        context = attention(query, key, value, mask)  # (B, H, L, Dh)
         return torch.autograd.grad(context, (query, key, value), grad_context)
 
     return call
@@ -103,21 +144,22 @@ def measure_training_cost(
     materialise_up_to: int = SETTINGS["materialise_up_to"],
     repeats: int = SETTINGS["repeats"],
     seed: int = 0,
-) -> list[CostPoint]:
+) -> list[TimedPoint]:
     """Time and peak memory of one forward and backward pass, per implementation and length.
 
     Random float32 inputs (B, H, L, Dh), gradients of query, key and value. Each
     (implementation, length) pair runs once to warm up if L <= 1024, then ``repeats`` times;
     each run's pass is timed (the time excludes the memory measurement around it) and its peak
-    measured; the shortest time (other work on the machine can only slow a call down) and the
-    median peak are kept. The materialised pass and the dense local mask run up to
-    ``materialise_up_to`` only.
+    measured; the shortest time (other work on the machine can only slow a call down), the
+    median time, the median peak and the spread of the peaks are kept. The materialised pass
+    and the dense local mask run up to ``materialise_up_to`` only; the dense mask is built
+    before the timed call.
 
     Examples:
         >>> points = measure_training_cost((64,), (64,), block_size=16, window=16, repeats=1)
         >>> [point.implementation for point in points]
         ['materialised', 'tiled', 'fused', 'tiled, local', 'fused, local mask']
-        >>> all(point.seconds > 0 for point in points)
+        >>> all(0 < point.seconds <= point.median_seconds for point in points)
         True
     """
     generator = torch.Generator().manual_seed(seed)
@@ -129,7 +171,9 @@ def measure_training_cost(
     points = []
     for name, attention in _implementations(block_size, window).items():
         for length in runs[name]:
-            call = _forward_backward(attention, length, batch, heads, head_dim, generator)
+            mask = local_mask(length, window, causal=True) if name in DENSE_MASK else None
+            call = _forward_backward(attention, length, batch, heads, head_dim, generator,
+                                     mask)  # the (L, L) mask exists before the call
             if length <= 1024:
                 call()  # warm-up: first-call allocations and dispatch
             times, peaks = [], []
@@ -141,19 +185,23 @@ def measure_training_cost(
                     times.append(time.perf_counter() - started)  # noqa: B023
 
                 peaks.append(peak_memory(timed))
-            peak = None if None in peaks else int(statistics.median(peaks))
-            points.append(CostPoint(name, length, min(times), peak))
+            peak = spread = None
+            if None not in peaks:
+                peak, spread = int(statistics.median(peaks)), max(peaks) - min(peaks)
+            points.append(TimedPoint(name, length, min(times), peak,
+                                     statistics.median(times), spread))
     return points
 
 
 def measure_training_cost_in_fresh_process(
     lengths: Iterable[int] = LENGTHS, local_lengths: Iterable[int] = LOCAL_LENGTHS,
-    repeats: int = SETTINGS["repeats"],
-) -> list[CostPoint]:
+    repeats: int = SETTINGS["repeats"], memory_repeats: int = SETTINGS["memory_repeats"],
+) -> Measurement:
     """[`measure_training_cost`][attnprimer.site.bench.training_attention_cost.measure_training_cost]
     in two new Python processes: one times the calls with the ordinary allocator, the other measures
-    their memory (one call each) with the exact allocator of
-    [`attnprimer.site.bench.attention_cost`][attnprimer.site.bench.attention_cost].
+    their memory (``memory_repeats`` calls each) with the exact allocator of
+    [`attnprimer.site.bench.attention_cost`][attnprimer.site.bench.attention_cost]. The machine
+    is recorded before and after.
 
     The exact allocator maps and unmaps every block of 64 KiB or more, which is what makes
     the peaks exact, but it also makes the tiled loop, which allocates a few blocks of scores
@@ -161,18 +209,22 @@ def measure_training_cost_in_fresh_process(
     times as long. Hence the two processes.
 
     Examples:
-        >>> points = measure_training_cost_in_fresh_process((128,), (128,), repeats=1)
-        >>> sorted({point.length for point in points})
-        [128]
+        >>> measured = measure_training_cost_in_fresh_process((128,), (128,), repeats=1,
+        ...                                                   memory_repeats=1)
+        >>> sorted({point.length for point in measured.points}), measured.repeats
+        ([128], 1)
     """
+    before = machine()
     arguments = ["--lengths", *map(str, lengths), "--local-lengths", *map(str, local_lengths)]
-    timed = run_fresh(["--repeats", str(repeats), *arguments],
-                      "attnprimer.site.bench.training_attention_cost")
-    held = run_fresh(["--repeats", "1", "--exact-allocator", *arguments],
-                     "attnprimer.site.bench.training_attention_cost")
-    peaks = {(name, length): peak for name, length, _, peak in held}
-    return [CostPoint(name, length, seconds, peaks[name, length])
-            for name, length, seconds, _ in timed]
+    timed = [TimedPoint(*point) for point in run_fresh(
+        ["--repeats", str(repeats), *arguments], "attnprimer.site.bench.training_attention_cost")]
+    held = {(point[0], point[1]): TimedPoint(*point) for point in run_fresh(
+        ["--repeats", str(memory_repeats), "--exact-allocator", *arguments],
+        "attnprimer.site.bench.training_attention_cost")}
+    points = [point._replace(peak_bytes=held[point[:2]].peak_bytes,
+                             peak_spread_bytes=held[point[:2]].peak_spread_bytes)
+              for point in timed]
+    return Measurement(points, before, machine(), repeats)
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -194,17 +246,20 @@ def _main(argv: list[str] | None = None) -> int:
         points = measure_training_cost(args.lengths, args.local_lengths, repeats=args.repeats)
         print(json.dumps([list(point) for point in points]))
         return 0
-    points = measure_training_cost_in_fresh_process(args.lengths, args.local_lengths,
-                                                    args.repeats)
+    started = time.perf_counter()
+    measured = measure_training_cost_in_fresh_process(args.lengths, args.local_lengths,
+                                                      args.repeats)
     print(", ".join(f"{name}={value}" for name, value in SETTINGS.items()
                     if name not in ("repeats", "threads"))
           + f", float32, forward + backward, {SETTINGS['threads']} thread, "
-          f"fastest of {args.repeats}")
-    print(f"{'implementation':<20}{'L':>7}{'time (ms)':>12}{'peak (MiB)':>12}")
-    for point in points:
+          f"{args.repeats} timed calls")
+    print(describe(measured.before, measured.after))
+    print(f"{'implementation':<20}{'L':>7}{'min (ms)':>11}{'median (ms)':>13}{'peak (MiB)':>12}")
+    for point in measured.points:
         peak = "n/a" if point.peak_bytes is None else f"{point.peak_bytes / 2**20:.1f}"
-        print(f"{point.implementation:<20}{point.length:>7}{point.seconds * 1e3:>12.1f}"
-              f"{peak:>12}")
+        print(f"{point.implementation:<20}{point.length:>7}{point.seconds * 1e3:>11.1f}"
+              f"{point.median_seconds * 1e3:>13.1f}{peak:>12}")
+    print(f"measured in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -25,22 +25,40 @@ from attnprimer.site.bench.attention_cost import (
     SdpaPoint,
     measure_sdpa_in_fresh_process,
 )
-from attnprimer.site.bench.training_attention_cost import measure_training_cost_in_fresh_process
+from attnprimer.site.bench.training_attention_cost import (
+    Measurement,
+    TimedPoint,
+    measure_training_cost_in_fresh_process,
+)
 from attnprimer.training.model_cache import cached_result
 
-__all__ = ["KINDS", "block_counts", "block_kinds", "cached_sdpa_points", "cached_training_cost",
-           "of", "slope"]
+__all__ = ["KINDS", "block_counts", "block_kinds", "cached_measurement", "cached_sdpa_points",
+           "cached_training_cost", "of", "slope"]
 
 KINDS = ("skipped", "masked", "whole")
 """What a tiled pass does with a block: skips it, computes it and masks it, computes it whole."""
 
 
-def cached_training_cost() -> list[CostPoint]:
-    """The chapter's measurement of forward and backward passes (time and peak memory), computed
-    once per version of the measuring code (and what it imports) and kept in the cache."""
-    return cached_result(measure_training_cost_in_fresh_process, None,
-                         encode=lambda points: [list(point) for point in points],
-                         decode=lambda data: [CostPoint(*point) for point in data])
+def _measured() -> dict:
+    """The measurement, JSON-ready: what the cache keeps."""
+    measured = measure_training_cost_in_fresh_process()
+    return {"points": [list(point) for point in measured.points], "before": measured.before,
+            "after": measured.after, "repeats": measured.repeats}
+
+
+def cached_measurement() -> Measurement:
+    """The chapter's measurement of forward and backward passes (times, peak memory, and the
+    machine before and after), computed once per version of the measuring code (and what it
+    imports) and kept in the cache."""
+    data = cached_result(_measured, None)
+    return Measurement([TimedPoint(*point) for point in data["points"]], data["before"],
+                       data["after"], data["repeats"])
+
+
+def cached_training_cost() -> list[TimedPoint]:
+    """The points of
+    [`cached_measurement`][attnprimer.site.experiments.attention_at_scale.cached_measurement]."""
+    return cached_measurement().points
 
 
 def of(points: Iterable[CostPoint], implementation: str) -> list[CostPoint]:

@@ -16,8 +16,12 @@
 * [`site_model_speed`][attnprimer.site.experiments.kv_cache.site_model_speed]: the same two
   decodings on a trained site model and a batch of its held-out inputs.
 * [`cache_table`][attnprimer.site.experiments.kv_cache.cache_table]: the cache bytes per token of
-  multi-head, grouped-query and multi-query attention for one model shape, measured by
-  [`cache_bytes_per_token`][attnprimer.grouped_query.cache_bytes_per_token].
+  multi-head, grouped-query and multi-query attention for one model shape, counted by
+  [`cache_bytes_per_token`][attnprimer.grouped_query.cache_bytes_per_token] from the sizes of
+  the tensors the caches hold (counted, not measured: no memory is read).
+
+Every timing keeps the shortest and the median of ``REPEATS`` runs, and the timed measurements
+record the machine before and after ([`machine`][attnprimer.site.bench.machine.machine]).
 
 The ``cached_*`` functions go through
 [`cached_result`][attnprimer.training.model_cache.cached_result], keyed
@@ -40,11 +44,12 @@ import torch
 from attnprimer.grouped_query import cache_bytes_per_token
 from attnprimer.kv_cache import greedy_with_cache, greedy_without_cache
 from attnprimer.site.bench.attention_cost import exact_allocator, peak_memory, run_fresh
+from attnprimer.site.bench.machine import machine
 from attnprimer.training.model_cache import cached_result
 from attnprimer.training.train import TrainedModel, held_out_generator, single_thread
 from attnprimer.transformer import DecoderOnly
 
-__all__ = ["LARGER", "DecodingPoint", "cache_equals_recomputation", "cache_table",
+__all__ = ["LARGER", "REPEATS", "DecodingPoint", "cache_equals_recomputation", "cache_table",
            "cached_decoding_cost", "cached_equality", "cached_site_model_speed", "decoding_cost",
            "measure_decoding", "measure_decoding_in_fresh_processes", "site_model_speed"]
 
@@ -52,6 +57,8 @@ LARGER = {"dim": 256, "heads": 8, "layers": 4}
 """The untrained model of the scaling measurement: D, H and blocks (the site's has 32, 4, 2)."""
 LENGTHS = (32, 64, 128, 256)
 PROMPT = 16  # input tokens before the separator
+REPEATS = 5
+"""Timed runs of every decoding: the tables give the shortest and the median."""
 
 
 class DecodingPoint(NamedTuple):
@@ -62,8 +69,10 @@ class DecodingPoint(NamedTuple):
         length: tokens generated, after a prompt of the input and the separator.
         seconds: wall time of the whole decoding (prefill included), the shortest of the repeats.
         cache_bytes: bytes the cache holds at the end (0 without a cache).
-        peak_bytes: extra resident memory at the decoding's peak, or None where it cannot be
-            measured.
+        peak_bytes: extra resident memory at the decoding's peak (the median of the repeats),
+            or None where it cannot be measured.
+        median_seconds: the median wall time of the repeats.
+        peak_spread_bytes: the largest minus the smallest peak of the repeats, or None.
     """
 
     cache: bool
@@ -71,6 +80,8 @@ class DecodingPoint(NamedTuple):
     seconds: float
     cache_bytes: int
     peak_bytes: int | None
+    median_seconds: float | None = None
+    peak_spread_bytes: int | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -79,7 +90,7 @@ class DecodingPoint(NamedTuple):
 
 @torch.no_grad()
 def measure_decoding(num_outputs: int, lengths: Iterable[int] = LENGTHS, *, dim: int,
-                     heads: int, layers: int, prompt: int = PROMPT, repeats: int = 2,
+                     heads: int, layers: int, prompt: int = PROMPT, repeats: int = REPEATS,
                      seed: int = 0) -> list[DecodingPoint]:
     """Greedy decoding of one sequence, cache on and off, at each length, in this process.
 
@@ -113,35 +124,42 @@ def measure_decoding(num_outputs: int, lengths: Iterable[int] = LENGTHS, *, dim:
                 peaks.append(peak_memory(run))
             held = results[-1][1].nbytes if cache else 0
             peak = None if None in peaks else sorted(peaks)[len(peaks) // 2]
-            points.append(DecodingPoint(cache, length, min(times), held, peak))
+            spread = None if None in peaks else max(peaks) - min(peaks)
+            points.append(DecodingPoint(cache, length, min(times), held, peak,
+                                        sorted(times)[len(times) // 2], spread))
     return points
 
 
 def decoding_cost(trained: TrainedModel, lengths: Iterable[int] = LENGTHS, *, dim: int,
-                  heads: int, layers: int, repeats: int = 2) -> list[list]:
+                  heads: int, layers: int, repeats: int = REPEATS) -> dict:
     """The decoding measured in fresh processes
     ([`measure_decoding_in_fresh_processes`][attnprimer.site.experiments.kv_cache.measure_decoding_in_fresh_processes])
-    with the vocabulary of ``trained``; its points as lists (JSON)."""
+    with the vocabulary of ``trained``: its points as lists, the machine before and after, and
+    the number of timed runs (JSON)."""
+    before = machine()
     points = measure_decoding_in_fresh_processes(trained.task.num_classes, lengths, dim=dim,
                                                  heads=heads, layers=layers, repeats=repeats)
-    return [list(point) for point in points]
+    return {"points": [list(point) for point in points], "before": before, "after": machine(),
+            "repeats": repeats}
 
 
 def measure_decoding_in_fresh_processes(num_outputs: int, lengths: Iterable[int] = LENGTHS, *,
                                         dim: int, heads: int, layers: int,
-                                        repeats: int = 2) -> list[DecodingPoint]:
+                                        repeats: int = REPEATS) -> list[DecodingPoint]:
     """[`measure_decoding`][attnprimer.site.experiments.kv_cache.measure_decoding] in two new Python
     processes on one thread: the times from one with the ordinary allocator, the cache bytes and
-    peaks from one with the exact allocator (``python -m attnprimer.site.experiments.kv_cache
-    --json``, then the same with ``--exact-allocator``)."""
-    arguments = ["--classes", str(num_outputs), "--dim", str(dim), "--heads", str(heads),
-                 "--layers", str(layers), "--repeats", str(repeats),
-                 "--lengths", *map(str, lengths)]
+    peaks (the median of at most 3 runs) from one with the exact allocator (``python -m
+    attnprimer.site.experiments.kv_cache --json``, then the same with ``--exact-allocator``)."""
+    def arguments(runs: int) -> list[str]:
+        return ["--classes", str(num_outputs), "--dim", str(dim), "--heads", str(heads),
+                "--layers", str(layers), "--repeats", str(runs), "--lengths", *map(str, lengths)]
+
     module = "attnprimer.site.experiments.kv_cache"
-    timed = [DecodingPoint(*point) for point in run_fresh(arguments, module=module)]
-    held = [DecodingPoint(*point) for point in run_fresh([*arguments, "--exact-allocator"],
-                                                         module=module)]
-    return [point._replace(cache_bytes=memory.cache_bytes, peak_bytes=memory.peak_bytes)
+    timed = [DecodingPoint(*point) for point in run_fresh(arguments(repeats), module=module)]
+    held = [DecodingPoint(*point) for point in run_fresh(  # memory: the median of 3 at most
+        [*arguments(min(repeats, 3)), "--exact-allocator"], module=module)]
+    return [point._replace(cache_bytes=memory.cache_bytes, peak_bytes=memory.peak_bytes,
+                           peak_spread_bytes=memory.peak_spread_bytes)
             for point, memory in zip(timed, held, strict=True)]
 
 
@@ -149,8 +167,13 @@ def cached_decoding_cost(trained: TrainedModel) -> list[DecodingPoint]:
     """[`decoding_cost`][attnprimer.site.experiments.kv_cache.decoding_cost] of the
     [`LARGER`][attnprimer.site.experiments.kv_cache.LARGER] model, measured once per model and
     code."""
-    points = cached_result(decoding_cost, trained, lengths=list(LENGTHS), **LARGER)
-    return [DecodingPoint(*point) for point in points]
+    return [DecodingPoint(*point) for point in cached_decoding_run(trained)["points"]]
+
+
+def cached_decoding_run(trained: TrainedModel) -> dict:
+    """All of [`decoding_cost`][attnprimer.site.experiments.kv_cache.decoding_cost], through the
+    result cache: the points (as lists), the machine before and after, the number of runs."""
+    return cached_result(decoding_cost, trained, lengths=list(LENGTHS), **LARGER)
 
 
 @torch.no_grad()
@@ -183,13 +206,15 @@ def cached_equality(trained: TrainedModel) -> dict[str, float]:
 
 @torch.no_grad()
 def site_model_speed(trained: TrainedModel, length: int = 20, samples: int = 100,
-                     repeats: int = 3) -> dict[str, float]:
+                     repeats: int = REPEATS) -> dict[str, float]:
     """Greedy decoding of ``samples`` held-out inputs of ``length`` letters by a trained site
-    model, cache on and off: the seconds (the shortest of ``repeats``), the largest logit
-    difference, and whether the written tokens are the same."""
+    model, cache on and off: the seconds (the shortest and the median of ``repeats``), the
+    largest logit difference, whether the written tokens are the same, and the machine before
+    and after."""
     model = trained.model.eval()
     inputs = trained.task.at_length(length).sample(samples, held_out_generator(0)).inputs
-    seconds, logits = {}, {}
+    seconds, medians, logits = {}, {}, {}
+    before = machine()
     with single_thread():  # what the page says it measured, whatever the caller's threads
         for cache, decode in ((True, greedy_with_cache), (False, greedy_without_cache)):
             times = []
@@ -198,8 +223,11 @@ def site_model_speed(trained: TrainedModel, length: int = 20, samples: int = 100
                 result = decode(model, inputs)
                 times.append(time.perf_counter() - started)
             seconds[cache] = min(times)
+            medians[cache] = sorted(times)[len(times) // 2]
             logits[cache] = result[0] if cache else result  # (B, T, C)
     return {"seconds with cache": seconds[True], "seconds without": seconds[False],
+            "median with cache": medians[True], "median without": medians[False],
+            "repeats": repeats, "before": before, "after": machine(),
             "tokens": samples * (length + 1),
             "largest difference": float((logits[True] - logits[False]).abs().max()),
             "same tokens": bool(torch.equal(logits[True].argmax(-1),
@@ -233,7 +261,7 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=LARGER["dim"])
     parser.add_argument("--heads", type=int, default=LARGER["heads"])
     parser.add_argument("--layers", type=int, default=LARGER["layers"])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--json", action="store_true",
                         help="measure in this process; print the points as JSON")
     parser.add_argument("--exact-allocator", action="store_true",

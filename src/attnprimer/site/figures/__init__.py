@@ -9,13 +9,15 @@
   [`qkv`][attnprimer.site.figures.qkv], [`self_attention`][attnprimer.site.figures.self_attention],
   [`positional_encoding`][attnprimer.site.figures.positional_encoding],
   [`transformer`][attnprimer.site.figures.transformer],
-  [`length_generalisation`][attnprimer.site.figures.length_generalisation], and
-  [`kv_cache`][attnprimer.site.figures.kv_cache] (the key/value cache's part of the chapter
-  ``attention-at-scale``, its recipes filed under that slug). Each holds its chapter's
-  own ``plot_*`` functions and its recipes: functions registered by name that fetch trained
-  models from the catalogue ([`attnprimer.site.catalogue`][attnprimer.site.catalogue]) and results
-  from the experiments ([`attnprimer.site.experiments`][attnprimer.site.experiments]), then
-  draw or tabulate them.
+  [`length_generalisation`][attnprimer.site.figures.length_generalisation],
+  [`attention_at_scale`][attnprimer.site.figures.attention_at_scale], and
+  [`kv_cache`][attnprimer.site.figures.kv_cache] and
+  [`scale_measured`][attnprimer.site.figures.scale_measured] (the key/value cache's and the
+  measured parts of the chapter ``attention-at-scale``, their recipes filed under that slug).
+  Each holds its chapter's own ``plot_*`` functions and its recipes: functions registered by
+  name that fetch trained models from the catalogue
+  ([`attnprimer.site.catalogue`][attnprimer.site.catalogue]) and results from the experiments
+  ([`attnprimer.site.experiments`][attnprimer.site.experiments]), then draw or tabulate them.
 * [`diagrams`][attnprimer.site.figures.diagrams]: the drawing primitives of the architecture
   diagrams (boxes, arrows, labels, one palette);
   [`rnn_diagrams`][attnprimer.site.figures.rnn_diagrams],

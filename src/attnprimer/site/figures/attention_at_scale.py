@@ -1,10 +1,8 @@
 """Figures and tables of the chapter "Attention at scale" (``docs/chapters/attention-at-scale.md``).
 
-The online softmax walked block by block on a small example, the blocks a tiled pass computes
-or skips under each mask, and the measured cost of a forward and backward pass: materialised,
-tiled and fused attention against the length, and a sliding window with skipped blocks
-([`attnprimer.site.experiments.attention_at_scale`][attnprimer.site.experiments.attention_at_scale]).
-No trained model is involved.
+The online softmax walked block by block on a small example, and the blocks a tiled pass
+computes or skips under each mask. The measured cost is in
+[`scale_measured`][attnprimer.site.figures.scale_measured]. No trained model is involved.
 """
 
 from __future__ import annotations
@@ -17,20 +15,9 @@ from matplotlib.patches import Patch
 
 from attnprimer.block_mask import BlockMask
 from attnprimer.online_softmax import online_steps
-from attnprimer.site.bench.training_attention_cost import LENGTHS, LOCAL_LENGTHS, SETTINGS
-from attnprimer.site.experiments.attention_at_scale import (
-    KINDS,
-    block_counts,
-    block_kinds,
-    cached_sdpa_points,
-    cached_training_cost,
-    of,
-    slope,
-)
-from attnprimer.site.figures.mechanisms import plot_attention_cost
-from attnprimer.site.figures.plotting import BLOCK_COLOURS, BLUE, GREEN, GREY, INK, ORANGE
+from attnprimer.site.experiments.attention_at_scale import KINDS, block_counts, block_kinds
+from attnprimer.site.figures.plotting import BLOCK_COLOURS, BLUE, GREY, INK, ORANGE
 from attnprimer.site.figures.recipes import recipe
-from attnprimer.site.figures.tables import markdown_table
 
 __all__ = ["WALK_SCORES", "WALK_VALUES", "plot_block_kinds", "plot_online_walk"]
 
@@ -174,149 +161,3 @@ def plot_block_kinds(length: int, block_size: int, masks: dict[str, BlockMask]) 
 @recipe("blocks", "the blocks a tiled pass computes, masks, or skips, under four masks")
 def blocks() -> Figure:
     return plot_block_kinds(BLOCK_EXAMPLE["length"], BLOCK_EXAMPLE["block_size"], BLOCK_MASKS)
-
-
-# --- measured -----------------------------------------------------------------------------
-
-FULL = ("materialised", "tiled", "fused")
-LOCAL = ("tiled, local", "fused, local mask")
-LABELS = {"materialised": "attnprimer SDPA (weights kept)", "tiled": "tiled (plain PyTorch)",
-          "fused": "torch fused SDPA",
-          "tiled, local": f"tiled, causal window {SETTINGS['window']}, blocks skipped",
-          "fused, local mask": "torch fused SDPA, same window as a dense mask"}
-
-
-def _settings() -> str:
-    return (f"B = {SETTINGS['batch']}, H = {SETTINGS['heads']} heads of Dh = "
-            f"{SETTINGS['head_dim']}, float32, forward and backward (gradients of Q, K and V), "
-            f"on the CPU of the machine that built this page, {SETTINGS['threads']} torch "
-            f"thread, fastest of {SETTINGS['repeats']} timed calls; peak extra memory of one "
-            f"call in a fresh process (torch {torch.__version__})")
-
-
-def _relabelled(names: tuple[str, ...]):
-    return [point._replace(implementation=LABELS[point.implementation])
-            for point in cached_training_cost() if point.implementation in names]
-
-
-COLOURS = {"materialised": ORANGE, "tiled": BLUE, "fused": GREEN, "tiled, local": BLUE,
-           "fused, local mask": GREEN}
-
-
-def _cost_figure(names: tuple[str, ...]) -> Figure:
-    """The cost module's log-log plot, tiled in blue and fused in green on both figures, with
-    room above the lines for the legend."""
-    figure = plot_attention_cost(_relabelled(names), [COLOURS[name] for name in names])
-    for axes in figure.axes:
-        bottom, top = axes.get_ylim()
-        axes.set_ylim(bottom, top * (top / bottom) ** 0.6)  # log axes: 60 % more decades
-    return figure
-
-
-@recipe("training_cost", "time and peak memory of a forward and backward pass against L",
-        alone=True)
-def training_cost() -> Figure:
-    return _cost_figure(FULL)
-
-
-@recipe("local_cost", "a sliding window with skipped blocks against a dense mask, against L",
-        alone=True)
-def local_cost() -> Figure:
-    return _cost_figure(LOCAL)
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.0f} ms" if seconds >= 0.1 else f"{seconds * 1e3:.1f} ms"
-
-
-def _mib(point) -> str:
-    return "n/a" if point is None or point.peak_bytes is None else \
-        f"{point.peak_bytes / 2**20:,.1f} MiB"
-
-
-@recipe("cost_table", "the measured times and peaks of the three implementations",
-        alone=True)
-def cost_table() -> str:
-    points = cached_training_cost()
-    by = {(p.implementation, p.length): p for p in points}
-    last = max(point.length for point in of(points, "materialised"))
-    times, memory = [], []
-    for length in LENGTHS:
-        chosen = [by.get((name, length)) for name in FULL]
-        tiled, fused = by[("tiled", length)], by[("fused", length)]
-        times.append([f"{length:,}", *("—" if p is None else _ms(p.seconds) for p in chosen),
-                      f"{tiled.seconds / fused.seconds:.2f}"])
-        memory.append([f"{length:,}", *(_mib(p) for p in chosen)])
-    names = ["weights kept", "tiled", "fused"]
-    time_table = markdown_table(["L", *(f"time: {name}" for name in names),
-                                 "tiled / fused"], times, align="rrrrr")
-    return time_table + "\n" + markdown_table(
-        ["L", *(f"peak memory: {name}" for name in names)], memory, align="rrrr",
-        caption=f"{_settings()}. The implementation that keeps the weights stops at L = "
-                f"{last:,}: at twice that its peak would be about four times "
-                f"{_mib(by[('materialised', last)])}, some "
-                f"{4 * by[('materialised', last)].peak_bytes / 2**30:.1f} GiB. Tiled: blocks "
-                f"of {SETTINGS['block_size']} queries and keys.")
-
-
-@recipe("local_table", "a sliding window: tiled with skipped blocks against a dense mask",
-        alone=True)
-def local_table() -> str:
-    by = {(p.implementation, p.length): p for p in cached_training_cost()}
-    rows = []
-    for length in LOCAL_LENGTHS:
-        cells = [f"{length:,}"]
-        for name in LOCAL:
-            point = by.get((name, length))
-            cells += ["—" if point is None else _ms(point.seconds), _mib(point)]
-        rows.append(cells)
-    header = ["L", *(f"{short}: {what}" for short in ("tiled, window", "fused, dense mask")
-                     for what in ("time", "memory"))]
-    return markdown_table(
-        header, rows, align="r" * len(header),
-        caption=f"A causal window reaching {SETTINGS['window']} keys back. {_settings()}. "
-                f"The fused kernel with a dense mask stops at "
-                f"L = {SETTINGS['materialise_up_to']:,}.")
-
-
-def targets_rows() -> list[list[str]]:
-    """The chapter's targets, as measured: [what, target, measured, met]."""
-    points = cached_training_cost()
-    by = {(p.implementation, p.length): p for p in points}
-    long = [n for n in LENGTHS if n >= 2048]
-    memory = slope(points, "tiled", "peak_bytes", [n for n in LENGTHS if n >= 1024])
-    ratios = [by[("tiled", n)].seconds / by[("fused", n)].seconds for n in long]
-    local = slope(points, "tiled, local", "seconds")
-    return [
-        [f"tiled peak memory, slope on log-log, L = 1,024 to {LENGTHS[-1]:,}", "≤ 1.1",
-         f"{memory:.2f}", "yes" if memory <= 1.1 else "no"],
-        [f"tiled / fused time, L = {long[0]:,} to {long[-1]:,}", "≤ 1.5",
-         ", ".join(f"{ratio:.2f}" for ratio in ratios),
-         "yes" if max(ratios) <= 1.5 else "no" if min(ratios) > 1.5 else "in part"],
-        [(f"tiled with window {SETTINGS['window']}: time slope, L = {LOCAL_LENGTHS[0]:,} to "
-          f"{LOCAL_LENGTHS[-1]:,}"), "0.8 to 1.2 (linear)",
-         f"{local:.2f}", "yes" if 0.8 <= local <= 1.2 else "no"],
-    ]
-
-
-@recipe("targets", "the chapter's targets for tiled attention, as measured", alone=True)
-def targets() -> str:
-    return markdown_table(["what", "target", "measured", "met"], targets_rows(),
-                          align="lrrl", caption=f"{_settings()}.")
-
-
-@recipe("sdpa_table", "what PyTorch's fused SDPA runs and holds, per call", alone=True)
-def sdpa_table() -> str:
-    prefix = "aten::_scaled_dot_product_"  # every kernel's name starts so: left out
-    by = {(point.variant, point.length): point for point in cached_sdpa_points()}
-    lengths = sorted({length for _, length in by})
-    rows = [[f"`{variant}`" if "=" in variant else variant,
-             f"`{by[variant, lengths[-1]].kernel.removeprefix(prefix)}`",
-             *(_mib(by[variant, length]) for length in lengths)]
-            for variant in dict.fromkeys(variant for variant, _ in by)]
-    return markdown_table(
-        ["the call", "kernel that ran", *(f"L = {n:,}" for n in lengths)],
-        rows, align="ll" + "r" * len(lengths),
-        caption=f"Peak extra memory of one forward call, one sequence, H = 4 heads of Dh = 64, "
-                f"float32, {torch.get_num_threads()} threads, a fresh process; the kernel as "
-                f"torch.profiler names it, less `{prefix}` (torch {torch.__version__}).")

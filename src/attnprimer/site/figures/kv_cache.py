@@ -10,7 +10,8 @@
   larger untrained model
   ([`cached_decoding_cost`][attnprimer.site.experiments.kv_cache.cached_decoding_cost]),
   and the speed of the trained model itself;
-* the cache bytes per token of multi-head, grouped-query and multi-query attention.
+* the cache bytes per token of multi-head, grouped-query and multi-query attention, counted
+  from the sizes of the tensors the caches hold.
 
 The recipes are filed under the chapter ``attention-at-scale`` (``recipe(..., chapter=...)``).
 """
@@ -23,6 +24,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from attnprimer.site.bench.machine import describe
 from attnprimer.site.catalogue import reversal_seeds
 from attnprimer.site.experiments.kv_cache import (
     LARGER,
@@ -30,6 +32,7 @@ from attnprimer.site.experiments.kv_cache import (
     DecodingPoint,
     cache_table,
     cached_decoding_cost,
+    cached_decoding_run,
     cached_equality,
     cached_site_model_speed,
 )
@@ -168,28 +171,26 @@ def kv_cost() -> Figure:
 @recipe("kv_cost_table", "the measured decoding numbers, cache on and off",
         chapter=CHAPTER, alone=True)
 def kv_cost_table() -> str:
-    points = cached_decoding_cost(reversal_seeds(DECODER_ONLY)[0])
+    run = cached_decoding_run(reversal_seeds(DECODER_ONLY)[0])
+    points = [DecodingPoint(*point) for point in run["points"]]
     by = {(point.cache, point.length): point for point in points}
     rows = []
     for length in sorted({point.length for point in points}):
         on, off = by[True, length], by[False, length]
-        rows.append([f"{length:,}", f"{on.tokens_per_second:.0f}",
-                     f"{off.tokens_per_second:.1f}",
+        rows.append([f"{length:,}",
+                     f"{on.tokens_per_second:.0f} / {length / on.median_seconds:.0f}",
+                     f"{off.tokens_per_second:.1f} / {length / off.median_seconds:.1f}",
                      f"{on.tokens_per_second / off.tokens_per_second:.1f}×",
                      _mib(on.cache_bytes), _mib(on.peak_bytes), _mib(off.peak_bytes)])
+    spread = max((point.peak_spread_bytes or 0 for point in points), default=0)
     dim, heads, layers = LARGER["dim"], LARGER["heads"], LARGER["layers"]
     return markdown_table(
         ["tokens generated", "tokens/s, cache", "tokens/s, none", "speed-up",
          "cache (MiB)", "peak, cache (MiB)", "peak, none (MiB)"], rows,
-        caption=f"Greedy decoding of one sequence (B = 1, a prompt of {PROMPT} tokens and the "
-                f"separator) by an untrained decoder-only model with D = {dim}, H = {heads}, "
-                f"{layers} pre-LN blocks, float32, on this machine's CPU with 1 thread, "
-                f"measured when this page was built in two fresh processes (the times with "
-                f"the ordinary allocator; the memory with one that returns every large block "
-                f"to the system at once): the fastest of 2 "
-                f"decodings, prefill included; peak: the extra resident memory at the "
-                f"decoding's peak (the larger of 2), which small allocations can hide. "
-                f"\"Cache\": the bytes of the keys and values held at the end.")
+        caption=f"D = {dim}, H = {heads}, {layers} blocks, a prompt of {PROMPT} tokens. "
+                f"Tokens/s from the shortest / the median of {run['repeats']} decodings; peaks "
+                f"within {spread / 2**20:.2f} MiB over 3 decodings, read to about 1 MiB. "
+                f"Measured at build on {describe(run['before'], run['after'])}.")
 
 
 @recipe("kv_site_speed", "the trained decoder-only model decoding, cache on and off",
@@ -201,11 +202,15 @@ def kv_site_speed() -> str:
     return "```text\n" + "\n".join([
         f"{DECODER_ONLY}, seed 0:",
         f"  100 held-out inputs of 20 letters, {tokens:,} tokens",
-        f"  with the cache:   {on * 1e3:7.1f} ms  ({tokens / on:,.0f} tokens/s)",
-        f"  recomputing:      {off * 1e3:7.1f} ms  ({tokens / off:,.0f} tokens/s)",
+        "                   shortest   median",
+        (f"  with the cache:  {on * 1e3:7.1f} ms {result['median with cache'] * 1e3:7.1f} ms"
+         f"  ({tokens / on:,.0f} tokens/s at the shortest)"),
+        (f"  recomputing:     {off * 1e3:7.1f} ms {result['median without'] * 1e3:7.1f} ms"
+         f"  ({tokens / off:,.0f} tokens/s at the shortest)"),
         (f"  same tokens: {'yes' if result['same tokens'] else 'NO'}; largest logit "
          f"difference {result['largest difference']:.1e}"),
-        "  (1 thread, fastest of 3, measured when this page was built)"]) + "\n```\n"
+        f"  (1 thread, {result['repeats']} runs each, measured when this page was built on",
+        f"  {describe(result['before'], result['after'])})"]) + "\n```\n"
 
 
 def _weights_mib() -> float:
@@ -230,9 +235,6 @@ def gqa_table() -> str:
     return markdown_table(
         ["attention", "key/value heads G", "query heads per group", "bytes per token",
          "MiB for 4,096 tokens", "smaller by"], rows,
-        caption=f"D = {dim}, H = {heads} query heads of Dh = {dim // heads}, {layers} layers, "
-                f"float32, one sequence. Measured: tokens fed one at a time through a stack of "
-                f"{layers} grouped-query attention layers with caches, the bytes the caches "
-                f"then hold divided by the tokens; the formula is 2 × layers × G × Dh × 4 "
-                f"bytes. For comparison, the weights of a decoder-only model of this size "
-                f"(multi-head, the site's vocabulary) take {_weights_mib():.1f} MiB.")
+        caption=f"Counted, not measured: the bytes of the caches' tensors, per token, for "
+                f"D = {dim}, H = {heads} heads of Dh = {dim // heads}, {layers} layers, "
+                f"float32. The weights of such a model take {_weights_mib():.1f} MiB.")

@@ -33,6 +33,7 @@ import attnprimer.site.figures.qkv as qkv
 import attnprimer.site.figures.rnn_diagrams as rnn_diagrams
 import attnprimer.site.figures.rnn_recap as rnn_recap
 import attnprimer.site.figures.scale_diagrams as scale_diagrams
+import attnprimer.site.figures.scale_measured as scale_measured
 import attnprimer.site.figures.self_attention as self_attention
 import attnprimer.site.figures.self_attention_tokens as self_attention_tokens
 import attnprimer.site.figures.training_transformers as training_transformers
@@ -48,8 +49,8 @@ __all__ = ["FIGURES", "MODULES", "SiteBuild", "render_all", "render_site"]
 MODULES = (rnn_recap, rnn_diagrams, bahdanau, qkv, self_attention, self_attention_tokens,
            positional_encoding,
            transformer, transformer_lengths, training_transformers, length_generalisation,
-           attention_at_scale, kv_cache, attention_diagrams, scale_diagrams, position_diagrams,
-           home)
+           attention_at_scale, scale_measured, kv_cache, attention_diagrams, scale_diagrams,
+           position_diagrams, home)
 """The modules whose recipes make the site: the chapters' in reading order (a diagram module
 beside the chapter that first shows it), then the other diagrams and the home page."""
 

@@ -34,9 +34,9 @@ def plot_tiled_attention() -> Figure:
                "operation", width=1.25, height=1.0, fontsize=8)
     running = box(axes, 4.35, 0.95, "m, s, t", shape="($B_q$, 1), ($B_q$, 1), ($B_q$, $D_v$)",
                   width=1.6, height=0.5)
-    finish = box(axes, 6.4, 2.25, "finish:\n$O_i = t / s$\n$\\ell_i = m + \\log s$",
+    finish = box(axes, 6.4, 2.25, "finish:\n$O_i = t / s$\nlse$_i = m + \\log s$",
                  "operation", width=1.2, height=0.8, fontsize=8)
-    output = box(axes, 6.4, 3.45, "$O_i$, $\\ell_i$", shape="($B_q$, $D_v$), ($B_q$)",
+    output = box(axes, 6.4, 3.45, "$O_i$, lse$_i$", shape="($B_q$, $D_v$), ($B_q$)",
                  width=1.2, height=0.5)
     arrow(axes, query.right, scores.at("left", 0.12))
     arrow(axes, key.right, scores.at("left", -0.12))
@@ -49,7 +49,7 @@ def plot_tiled_attention() -> Figure:
     arrow(axes, step.right, finish.left)
     label(axes, 5.4, 2.85, "after the\nlast block", fontsize=8)
     arrow(axes, finish.top, output.bottom)
-    label(axes, 6.4, 1.3, "$\\ell_i$ is saved:\nthe backward pass\nrecomputes each\n"
+    label(axes, 6.4, 1.3, "lse$_i$ is saved:\nthe backward pass\nrecomputes each\n"
           "block's weights\nfrom it", fontsize=8)
     label(axes, 3.2, 3.15, "held at once: one ($B_q$, $B_k$) block of scores, never (L, S)",
           fontsize=8)
