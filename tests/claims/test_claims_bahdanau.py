@@ -163,7 +163,9 @@ def test_the_dot_model_slips_first_and_falls_slower(by_length):
 
 def test_the_lead_of_attention_grows_with_the_length(by_length):
     lead = by_length["attention (additive)"] - by_length["vanilla"]  # (seeds, lengths)
-    assert (lead[:, 9] > lead[:, 4] + 0.2).all()  # at 10 letters far more than at 5
+    # "grows up to just past the trained lengths ... then shrinks": at 10 letters far more
+    # than at 5, largest at 11 to 13 letters (below)
+    assert (lead[:, 9] > lead[:, 4] + 0.2).all()
     # the caption: "furthest just past them", over both one-vector models, seed means
     for name in ("attention (additive)", "attention (dot)", BIDIRECTIONAL):
         for one_vector in ("vanilla", "peeky"):
@@ -222,7 +224,7 @@ def test_the_alignment_is_the_anti_diagonal_shifted_by_one(models, name):
     for trained in models[name]:
         offsets = alignment_by_length(trained, TRAINED)
         assert offsets.get(0, 0) + offsets.get(1, 0) >= 0.95  # on the letter, or one right
-        assert 0.7 <= offsets.get(1, 0) <= 0.85  # and about four times in five one right
+        assert 0.7 <= offsets.get(1, 0) <= 0.85  # and three to four times in five one right
 
 
 @pytest.mark.parametrize("name", UNIDIRECTIONAL)
