@@ -216,8 +216,8 @@ LENGTH_SCHEMES: tuple[str, ...] = POSITION_SCHEMES
 ``CopyReverseTask``'s defaults: inputs of 1-8 letters, 1,500 steps."""
 
 ROTARY_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7)
-"""Rotary is trained in eight seeds, not three: its seeds fail or generalise, and three draws of
-an outcome that splits so cannot estimate how often each happens."""
+"""Rotary is trained in eight seeds, not three: its first three were far apart beyond the
+training lengths, and three draws of so wide a spread cannot estimate its mean."""
 
 NOPE_LONGER_STEPS = 3000
 """NoPE on reversal is also trained for twice the default steps: does the scheme that learns
