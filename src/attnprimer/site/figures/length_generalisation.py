@@ -225,12 +225,11 @@ def rotary_pairs() -> str:
                      f"{min(gap, 2 * np.pi - gap):.3f}"])
     task = CopyReverseTask()
     return markdown_table(
-        ["speed, rad per position", f"offset {near}, rad", f"offset {far}, rad",
-         "apart, rad"], rows,
+        ["speed", f"offset {near}", f"offset {far}", "apart"], rows,
         caption=f"A rotary head of this model has $D_h = {task.dim // task.heads}$ dimensions, "
-                f"so {task.dim // task.heads // 2} pairs, each turned at its own speed. The angle "
-                f"of each offset is taken after whole turns, and \"apart\" is the shorter way "
-                f"round the circle between the two.")
+                f"so {task.dim // task.heads // 2} pairs, each turned at its own speed, in "
+                f"radians per position. The angles are in radians, taken after whole turns; "
+                f"\"apart\" is the shorter way round the circle between the two offsets.")
 
 
 def relative_entries() -> dict[str, int]:
