@@ -32,7 +32,8 @@ class PartnersModel(nn.Module):
         projections: learned W_q, W_k, W_v (bias-free); without them q = k = v = x.
     """
 
-    def __init__(self, letters: int, digits: int, hidden: int, projections: bool) -> None:
+    def __init__(self, letters: int, digits: int, hidden: int,
+                 projections: bool) -> None:
         super().__init__()
         self.digits = digits
         self.letter = nn.Embedding(letters, hidden)

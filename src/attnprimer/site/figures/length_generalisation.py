@@ -4,7 +4,7 @@ The decoder-only Transformer of [`attnprimer.position_schemes`][attnprimer.posit
 once per position scheme, trained on copy and on reverse with inputs of 1 to ``TRAIN_MAX``
 letters and tested on every length up to ``2 * TRAIN_MAX``
 ([`attnprimer.site.experiments.length_generalisation`][attnprimer.site.experiments.length_generalisation]),
-three seeds each.
+three seeds each (rotary eight).
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from attnprimer.positional import rotary_angles
 from attnprimer.site.catalogue import (
     LENGTH_OPERATIONS,
     LENGTH_SCHEMES,
     NOPE_LONGER_STEPS,
+    ROTARY_SEEDS,
+    SEEDS,
     site_seeds,
 )
 from attnprimer.site.experiments.length_generalisation import (
@@ -38,7 +41,8 @@ from attnprimer.site.figures.tables import markdown_table, mean_range
 from attnprimer.tasks import CopyReverseTask
 from attnprimer.training.train import TrainedModel
 
-__all__ = ["LENGTHS", "NAMES", "TRAIN_MAX", "beyond", "exact", "seeds"]
+__all__ = ["LENGTHS", "NAMES", "ROTARY_LATE", "TRAIN_MAX", "beyond", "exact", "relative_entries",
+           "rotary_pair_angles", "seeds"]
 
 TRAIN_MAX = CopyReverseTask().max_len  # N: the longest training input
 LENGTHS = list(range(1, 2 * TRAIN_MAX + 1))  # tested: 1..2N
@@ -53,6 +57,9 @@ PAPER_RANK = {"none": "1", "relative": "2", "alibi": "3–5", "rotary": "3–5",
               "sinusoidal": "3–5"}  # Kazemnejad et al. (2023): NoPE, then T5, then the rest
 FAIL_LENGTH = TRAIN_MAX + 2  # where the chapter shows where outputs first go wrong
 ATTENTION_LENGTH = 2 * TRAIN_MAX  # the heatmaps' input
+SEEDS_NOTE = (f"the mean of seeds {', '.join(map(str, SEEDS[:-1]))} and {SEEDS[-1]} (rotary: "
+              f"{len(ROTARY_SEEDS)} seeds, {ROTARY_SEEDS[0]} to {ROTARY_SEEDS[-1]})")
+ROTARY_OFFSETS = (1, 7)  # reverse: the first step's offset and the one where rotary slips
 
 
 def seeds(operation: str, scheme: str, **settings) -> list[TrainedModel]:
@@ -117,8 +124,8 @@ def ranking() -> str:
          f"{TRAIN_MAX + 1}–{2 * TRAIN_MAX} letters, %"], rows,
         caption=f"Exact match on {SAMPLES:,} held-out inputs per length: at the longest "
                 f"training length ({TRAIN_MAX} letters), and averaged over the lengths "
-                f"{TRAIN_MAX + 1} to {2 * TRAIN_MAX}, which no model saw. The mean of seeds 0, "
-                f"1 and 2 and, in brackets, the lowest and the highest seed. The paper's rank "
+                f"{TRAIN_MAX + 1} to {2 * TRAIN_MAX}, which no model saw: {SEEDS_NOTE} and, in "
+                f"brackets, the lowest and the highest seed. The paper's rank "
                 f"is its overall finding across its tasks (NoPE first, T5's bias second, the "
                 f"other three behind), not a number it reports for these two tasks at this "
                 f"scale.")
@@ -195,3 +202,78 @@ def nope_longer() -> str:
         caption=f"NoPE on reverse, exact match on {SAMPLES:,} held-out inputs per length. The "
                 f"same recipe with twice the steps (the warm-up and the cosine stretch with "
                 f"them). Mean of seeds 0, 1 and 2, range in brackets.")
+
+
+def rotary_pair_angles(offsets=ROTARY_OFFSETS) -> list[tuple[float, list[float]]]:
+    """Each dimension pair of a rotary head of the chapter's model: its speed (radians per
+    position) and the angle, wrapped into [0, 2π), by which it turns a key ``offset`` back."""
+    task = CopyReverseTask()
+    head_dim = task.dim // task.heads
+    angles = rotary_angles(max(offsets) + 1, head_dim, dtype=torch.float64)  # (L, Dh/2)
+    speeds = angles[1].tolist()  # position 1: the speeds themselves
+    return [(speed, [float(angles[offset, pair]) % (2 * np.pi) for offset in offsets])
+            for pair, speed in enumerate(speeds)]
+
+
+@recipe("rotary_pairs", "the angles of offsets 1 and 7 on each dimension pair of a rotary head")
+def rotary_pairs() -> str:
+    near, far = ROTARY_OFFSETS
+    rows = []
+    for speed, (first, second) in rotary_pair_angles():
+        gap = abs(first - second)
+        rows.append([f"{speed:g}", f"{first:.3f}", f"{second:.3f}",
+                     f"{min(gap, 2 * np.pi - gap):.3f}"])
+    task = CopyReverseTask()
+    return markdown_table(
+        ["speed", f"offset {near}", f"offset {far}", "apart"], rows,
+        caption=f"A rotary head of this model has $D_h = {task.dim // task.heads}$ dimensions, "
+                f"so {task.dim // task.heads // 2} pairs, each turned at its own speed, in "
+                f"radians per position. The angles are in radians, taken after whole turns; "
+                f"\"apart\" is the shorter way round the circle between the two offsets.")
+
+
+def relative_entries() -> dict[str, int]:
+    """The relative bias's table in the trained models: every entry, the entries the causal
+    mask lets into a score (offsets 0 and below), and the fewest entries training moved from
+    the zero they start at, over every model of the scheme."""
+    tables = [[parameter for name, parameter in trained.model.named_parameters()
+               if name.endswith("relative.table")]
+              for operation in LENGTH_OPERATIONS for trained in seeds(operation, "relative")]
+    max_offset = (tables[0][0].shape[1] - 1) // 2
+    used = sum(table[:, :max_offset + 1].numel() for table in tables[0])  # offsets -N..0
+    moved = min(sum(int((table != 0).sum()) for table in model) for model in tables)
+    return {"entries": sum(table.numel() for table in tables[0]), "used": used,
+            "moved": moved, "max_moved": max(sum(int((table != 0).sum()) for table in model)
+                                             for model in tables), "max_offset": max_offset}
+
+
+@recipe("relative_entries", "how many numbers the relative bias learns, and how many it uses")
+def relative_entries_text() -> str:
+    counts = relative_entries()
+    task = CopyReverseTask()
+    return (f"The relative bias learns {counts['entries']} numbers: {task.heads} heads times "
+            f"{task.layers} layers times the {2 * counts['max_offset'] + 1} offsets from "
+            f"−{counts['max_offset']} to {counts['max_offset']}. The causal mask hides every "
+            f"later key, so only the offsets from −{counts['max_offset']} to 0 ever enter a "
+            f"score: {counts['used']} numbers. The others never receive a gradient; in every "
+            f"trained model they are still the zero they started at.")
+
+
+ROTARY_LATE = 14  # a length some rotary seeds copy more of than of 10 to 12 letters
+
+
+@recipe("rotary_seeds", "rotary seed by seed: exact match beyond the training lengths")
+def rotary_seeds() -> str:
+    copy, reverse = exact("copy", "rotary"), exact("reverse", "rotary")
+    nine, late = LENGTHS.index(TRAIN_MAX + 1), LENGTHS.index(ROTARY_LATE)
+    rows = [[str(seed), f"{100 * c[nine]:.1f}", f"{100 * c[late]:.1f}",
+             f"{100 * c[TRAIN_MAX:].mean():.1f}", f"{100 * r[nine]:.1f}",
+             f"{100 * r[TRAIN_MAX:].mean():.1f}"]
+            for seed, c, r in zip(ROTARY_SEEDS, copy, reverse, strict=True)]
+    span = f"{TRAIN_MAX + 1}–{2 * TRAIN_MAX}"
+    return markdown_table(
+        ["seed", f"copy, {TRAIN_MAX + 1} letters, %", f"copy, {ROTARY_LATE} letters, %",
+         f"copy, {span}, %", f"reverse, {TRAIN_MAX + 1} letters, %", f"reverse, {span}, %"],
+        rows, caption=f"Rotary, each of its {len(ROTARY_SEEDS)} seeds: exact match on {SAMPLES:,} "
+                      f"held-out inputs per length, at {TRAIN_MAX + 1} and {ROTARY_LATE} letters "
+                      f"and averaged over {span}.")

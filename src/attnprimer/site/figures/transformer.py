@@ -162,6 +162,25 @@ def copies() -> Figure:
     return figure
 
 
+LATE = 9  # from this input position on, the decoder-only model is below chance
+
+
+def letter_step_accuracy(trained: TrainedModel) -> float:
+    """Teacher-forced accuracy, from input position ``LATE`` on (inputs of 11-20 letters), over
+    only the steps at which the model wrote a letter rather than the end token."""
+    result = cached_copies_by_position(trained, BEYOND)
+    right, ended, seen = (np.array(result[key][LATE:]) for key in ("position", "ended", "seen"))
+    return float((right * seen).sum() / ((1 - ended) * seen).sum())
+
+
+@recipe("letter_steps", "the decoder-only model's accuracy on the late steps where it wrote a "
+        "letter")
+def letter_steps() -> str:
+    shares = [letter_step_accuracy(trained) for trained in reversal_seeds(DECODER_ONLY)]
+    return (f"On the steps there at which it writes a letter, it is right "
+            f"{min(shares):.0%}&nbsp;to {max(shares):.0%} of the time, by seed: about chance."
+            ).replace("%", "&nbsp;%")
+
 # --- What the heads do: the drawing and the tables are in figures.transformer_heads ----------
 
 
