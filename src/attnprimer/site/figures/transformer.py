@@ -177,8 +177,9 @@ def letter_step_accuracy(trained: TrainedModel) -> float:
         "letter")
 def letter_steps() -> str:
     shares = [letter_step_accuracy(trained) for trained in reversal_seeds(DECODER_ONLY)]
-    return (f"On the steps there at which it writes a letter, it is right "
-            f"{min(shares):.0%}&nbsp;to {max(shares):.0%} of the time, by seed: about chance."
+    return (f"From position {LATE} on, on the steps where it writes a letter rather than the end "
+            f"token, the decoder-only model is right {min(shares):.0%}&nbsp;to "
+            f"{max(shares):.0%} of the time, by seed: about chance, one in eight."
             ).replace("%", "&nbsp;%")
 
 # --- What the heads do: the drawing and the tables are in figures.transformer_heads ----------
