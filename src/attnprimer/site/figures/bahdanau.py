@@ -71,12 +71,6 @@ def spread(values) -> str:
     return mean_range(list(values))
 
 
-def _mean_range_plain(values: list[float]) -> str:
-    """Like [`mean_range`][attnprimer.site.figures.tables.mean_range], for numbers that are not
-    percentages: "0.93 (0.91–0.95)", two decimals."""
-    return mean_range([value / 100 for value in values], digits=2)
-
-
 @recipe("worked_score", "one additive score, every step small enough to check by hand")
 def worked_score() -> str:
     return "```text\n" + "\n".join(score_lines(additive_example())) + "\n```\n"
@@ -254,8 +248,8 @@ def alignment_table() -> str:
         on = [trained.get(0, 0.0) for trained, _ in shares]
         right = [trained.get(1, 0.0) for trained, _ in shares]
         rows.append([name, spread(on), spread(right),
-                     _mean_range_plain([largest_weight(trained, inside)
-                                        for trained in seeds(name)]),
+                     mean_range([largest_weight(trained, inside) for trained in seeds(name)],
+                                digits=2, percent=False),
                      spread(longer.get(0, 0.0) + longer.get(1, 0.0) for _, longer in shares)])
     return markdown_table(
         ["model", "on the copied letter, %", "one to its right, %", "largest weight",

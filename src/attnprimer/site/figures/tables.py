@@ -31,18 +31,21 @@ def by_seed(cells: Iterable[str]) -> str:
     return "&#8239;/&#8239;".join(cells)
 
 
-def mean_range(values: Iterable[float], digits: int = 1) -> str:
+def mean_range(values: Iterable[float], digits: int = 1, *, percent: bool = True) -> str:
     """Fractions (one per seed) as a percentage: the mean, then the range in brackets
     (a narrow no-break space and a word joiner after the dash, so that a cell never breaks
-    inside it; the header says %).
+    inside it; the header says %). With ``percent=False`` the values are written as they are
+    (a loss, a weight).
 
     Examples:
         >>> mean_range([0.5, 0.625, 0.53])
         '55.2&#8239;(50.0–&#8288;62.5)'
         >>> mean_range([1.0, 1.0, 1.0])
         '100.0'
+        >>> mean_range([1.5821, 1.5917], 4, percent=False)
+        '1.5869&#8239;(1.5821–&#8288;1.5917)'
     """
-    values = [100 * value for value in values]
+    values = [100 * value if percent else value for value in values]
     mean = f"{sum(values) / len(values):.{digits}f}"
     low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
     return mean if low == high else f"{mean}&#8239;({low}–&#8288;{high})"

@@ -156,7 +156,7 @@ def _label_curves(axes_loss, axes_match) -> None:
 
 
 @recipe("norms", "pre-LN and post-LN, two peak learning rates, with and without warm-up: "
-        "loss and held-out exact match while training", chapter="training-transformers")
+        "loss and held-out exact match while training")
 def norms() -> Figure:
     figure = Figure(figsize=(10, 5.6), layout="constrained")
     grid = figure.subplots(2, len(NORM_GRID_LRS) + 1, sharex=True, sharey="row")
@@ -183,7 +183,7 @@ def norms() -> Figure:
 
 
 @recipe("norms_table", "final exact match and the step reaching 99 %: every cell of the grid, "
-        "and the model without residual connections", chapter="training-transformers")
+        "and the model without residual connections")
 def norms_table() -> str:
     cells = [(norm, 2, lr, schedule, cell_runs(norm, lr, schedule))
              for norm in NORM_PLACEMENTS for lr in NORM_GRID_LRS
@@ -215,7 +215,7 @@ def norms_table() -> str:
 
 
 @recipe("residuals", "with and without residual connections: loss and held-out exact match "
-        "while training", chapter="training-transformers")
+        "while training")
 def residuals() -> Figure:
     figure = Figure(figsize=(9, 3.4), layout="constrained")
     axes_loss, axes_match = figure.subplots(1, 2)
@@ -232,13 +232,13 @@ def residuals() -> Figure:
 
 
 @recipe("stuck", "the stuck models' predictions barely change with the step: distances from "
-        "the step-blind predictor", chapter="training-transformers")
+        "the step-blind predictor")
 def stuck() -> str:
     rows = []
     for model in ("pre-LN", *STUCK):
         found = step_dependences(model)
         rows.append([model if model != "pre-LN" else "pre-LN, 2 blocks (the chapter's model)",
-                     mean_range([run["loss"] / 100 for run in found], 4),  # not a %
+                     mean_range([run["loss"] for run in found], 4, percent=False),
                      mean_range([run["across steps"] for run in found]),
                      mean_range([run["from step-blind"] for run in found])])
     return markdown_table(
@@ -257,7 +257,7 @@ def stuck() -> str:
 
 
 @recipe("gradients", "gradient norm of each block at the first training step: pre-LN, "
-        "post-LN and no residuals, 2 and 6 blocks per stack", chapter="training-transformers")
+        "post-LN and no residuals, 2 and 6 blocks per stack")
 def gradients() -> Figure:
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     panels = figure.subplots(1, len(DEPTHS), sharey=True,
@@ -293,7 +293,7 @@ def trained_spreads(runs: list[TrainedModel], samples: int = 500) -> list[float]
 
 
 @recipe("spread", "how far apart the encoder's output vectors are across positions, with and "
-        "without residual connections", chapter="training-transformers")
+        "without residual connections")
 def spread() -> str:
     rows = [["pre-LN (the chapter's)", mean_range(spreads("pre-LN", 2)),
              mean_range(spreads("pre-LN", 6)),
