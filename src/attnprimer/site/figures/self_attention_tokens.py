@@ -5,19 +5,15 @@ worked example through small integer projections, and the trained partners model
 from __future__ import annotations
 
 import numpy as np
-import torch
 from matplotlib.figure import Figure
 
 from attnprimer.site.catalogue import PARTNERS_VARIANTS, site_model
 from attnprimer.site.experiments.partners import cached_reading, partners_models
-from attnprimer.site.experiments.worked_example import (
-    SELF_PROJECTIONS,
-    TOKENS,
-    self_attention_example,
-)
+from attnprimer.site.experiments.worked_example import self_attention_example
 from attnprimer.site.figures.plotting import draw_attention, weight_colorbar
 from attnprimer.site.figures.recipes import recipe
 from attnprimer.site.figures.tables import markdown_table, mean_range
+from attnprimer.site.figures.worked_example import projections_table
 from attnprimer.training.train import predict_one
 
 CHAPTER = "self-attention"
@@ -25,36 +21,11 @@ PARTNERS_EXAMPLE = "D3 A7 C0 B2 E1 F5 H8 G4"
 """The held-out-style example the heatmap shows: A-B, C-D, E-F and G-H are partners."""
 
 
-def _vector(row: torch.Tensor) -> str:
-    numbers = [float(value) for value in row]
-    return "(" + ", ".join(f"{n:g}" if n.is_integer() else f"{n:.2f}" for n in numbers) + ")"
-
-
-def _matrix(name: str) -> str:
-    rows = SELF_PROJECTIONS[name]
-    return "[" + "; ".join(" ".join(f"{value:g}" for value in row) for row in rows) + "]"
-
-
 @recipe("worked_projections", "the three tokens through integer W_q, W_k, W_v, every number",
         chapter=CHAPTER)
 def worked_projections() -> str:
-    worked = self_attention_example(projections=True)
-    plain = self_attention_example(projections=False)
-    rows = [[f"**{token}**", _vector(q), _vector(k), _vector(v),
-             " ".join(f"{float(w):.2f}" for w in weights), _vector(context),
-             " ".join(f"{float(w):.2f}" for w in plain_weights)]
-            for token, q, k, v, weights, context, plain_weights in zip(
-                TOKENS, worked.queries, worked.keys, worked.values, worked.weights,
-                worked.context, plain.weights, strict=True)]
-    return markdown_table(
-        ["token", "q = x W_q", "k = x W_k", "v = x W_v", "weights on a, b, c", "output",
-         "weights, no W's"],
-        rows, align="l" + "c" * 6,
-        caption=f"The tokens x are a = (1, 0), b = (0, 1), c = (1, 1). W_q = {_matrix('W_q')} "
-                f"swaps the two coordinates, W_k = {_matrix('W_k')} keeps them, "
-                f"W_v = {_matrix('W_v')} doubles the first. The weights are softmax(q·k / √2) "
-                "over a, b, c, and the output is the weighted average of the v's. The last "
-                "column drops the three matrices: q = k = v = x.")
+    return projections_table(self_attention_example(projections=True),
+                             self_attention_example(projections=False))
 
 
 @recipe("partners_table", "accuracy and attention of the partners models, three seeds each",
