@@ -8,6 +8,7 @@ import torch
 from attnprimer.tasks import CountingTask
 from attnprimer.training.train import (
     HELD_OUT_SEED,
+    OPTIMIZERS,
     SCHEDULES,
     WARMUP,
     Evaluation,
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.usefixtures("temporary_cache")
     "settings, name",
     [({"steps": 0}, "steps"), ({"steps": -5}, "steps"), ({"batch_size": 0}, "batch_size"),
      ({"lr": 0.0}, "lr"), ({"lr": -1e-3}, "lr"), ({"lr": float("nan")}, "lr"),
-     ({"seed": -1}, "seed"), ({"schedule": "linear"}, "schedule"), ({"schedule": ""}, "schedule")],
+     ({"seed": -1}, "seed"), ({"schedule": "linear"}, "schedule"), ({"schedule": ""}, "schedule"),
+     ({"optimizer": "sgd"}, "optimizer")],
 )
 def test_train_config_rejects_bad_values(settings, name):
     with pytest.raises(ValueError, match=name):
@@ -105,6 +107,28 @@ def test_warm_up_starts_training_with_smaller_steps(tiny):
     # Same first batch, same initialisation: the first loss is the same, the first update is not.
     assert warm.history["loss"][0] == tiny.history["loss"][0]
     assert warm.history["loss"][1] != tiny.history["loss"][1]
+
+
+def test_radam_damps_the_first_steps_that_adam_takes_at_full_size():
+    """Adam's first step moves every parameter by about lr, however small its gradient;
+    RAdam's first steps are plain momentum steps, lr times the gradient."""
+    moves = {}
+    for name in ("adam", "radam"):
+        parameter = torch.nn.Parameter(torch.zeros(4))
+        optimizer = OPTIMIZERS[name]([parameter], 0.01)
+        parameter.grad = torch.full((4,), 1e-3)
+        optimizer.step()
+        moves[name] = float(parameter.detach().abs().max())
+    assert moves["adam"] == pytest.approx(0.01, rel=1e-3)
+    assert moves["radam"] == pytest.approx(0.01 * 1e-3, rel=1e-3)
+
+
+def test_the_optimizer_changes_training_but_not_the_start(tiny):
+    radam = train(TINY_TASK, TrainConfig(steps=30, seed=0, optimizer="radam"),
+                  eval_every=10, eval_samples=100)
+    assert radam.config.optimizer == "radam" and tiny.config.optimizer == "adam"
+    assert radam.history["loss"][0] == tiny.history["loss"][0]
+    assert radam.history["loss"][1] != tiny.history["loss"][1]
 
 
 def test_train_restores_the_thread_count():

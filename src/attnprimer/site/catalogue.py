@@ -37,13 +37,13 @@ from attnprimer.training.train import TrainConfig, TrainedModel
 
 __all__ = [
     "COUNTING_EXAMPLE", "COUNTING_LENGTH_VARIANTS", "COUNTING_RECIPES", "DEEP_LAYERS", "DEEP_LR",
-    "DEEP_NORM_CELLS", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS", "LENGTH_OPERATIONS",
-    "LENGTH_SCHEMES", "NOPE_LONGER_STEPS", "NORM_GRID_LRS", "NORM_GRID_SCHEDULES",
-    "NORM_PLACEMENTS", "NO_RESIDUALS", "ORIGINAL_COUNTING_RECIPE", "PARTNERS_VARIANTS",
-    "PROJECTION_SWEEP_LRS", "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS", "REVERSAL_EXAMPLE",
-    "ROTARY_SEEDS", "SEEDS", "SIGNAL_EXAMPLE", "SIGNAL_VARIANTS", "SITE_MODELS", "TRANSFORMERS",
-    "TRANSFORMER_STEPS", "VANILLA_BOTTLENECK", "VANILLA_BOTTLENECK_STEPS", "SiteModel",
-    "reversal_seeds", "site_model", "site_seeds",
+    "DEEP_NORM_CELLS", "DEEP_RADAM", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS",
+    "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS", "NORM_GRID_LRS",
+    "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS", "ORIGINAL_COUNTING_RECIPE",
+    "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS", "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS",
+    "REVERSAL_EXAMPLE", "ROTARY_SEEDS", "SEEDS", "SIGNAL_EXAMPLE", "SIGNAL_VARIANTS",
+    "SITE_MODELS", "TRANSFORMERS", "TRANSFORMER_STEPS", "VANILLA_BOTTLENECK",
+    "VANILLA_BOTTLENECK_STEPS", "SiteModel", "reversal_seeds", "site_model", "site_seeds",
 ]
 
 SEEDS = (0, 1, 2)
@@ -197,6 +197,10 @@ DEEP_NORM_CELLS: tuple[tuple[str, str], ...] = (
 """The same comparison at ``DEEP_LAYERS`` blocks per stack and the peak learning rate
 ``DEEP_LR``, fewer cells: post-LN without and with warm-up, pre-LN without (norm, schedule)."""
 
+DEEP_RADAM: dict[str, Any] = {"norm": "post-LN", "schedule": "cosine", "optimizer": "radam"}
+"""One more deep cell, to tell two explanations of the warm-up apart (Liu, Jiang et al. 2020,
+RAdam; Liu, Liu et al. 2020): post-LN without warm-up, trained with RAdam instead of Adam."""
+
 DEEP_LAYERS = 6
 """Blocks per stack of the deeper norm comparison (the chapter's models have 2)."""
 
@@ -235,7 +239,12 @@ def _norm_grid() -> list[SiteModel]:
             if (settings["pre_norm"], lr, schedule) != (True, 3e-3, "cosine")] + [
         SiteModel(ReversalTransformerTask(**NORM_PLACEMENTS[norm], layers=DEEP_LAYERS),
                   TrainConfig(steps=steps, lr=DEEP_LR, schedule=schedule, seed=seed))
-        for norm, schedule in DEEP_NORM_CELLS for seed in SEEDS]
+        for norm, schedule in DEEP_NORM_CELLS for seed in SEEDS] + [
+        SiteModel(ReversalTransformerTask(**NORM_PLACEMENTS[DEEP_RADAM["norm"]],
+                                          layers=DEEP_LAYERS),
+                  TrainConfig(steps=steps, lr=DEEP_LR, schedule=DEEP_RADAM["schedule"],
+                              optimizer=DEEP_RADAM["optimizer"], seed=seed))
+        for seed in SEEDS]
 
 
 SITE_MODELS: tuple[SiteModel, ...] = (
@@ -278,8 +287,8 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                                "steps": TRANSFORMER_STEPS[settings["architecture"]]}))
       for settings in TRANSFORMERS.values() for seed in SEEDS),
     # transformer, "Training it": the encoder-decoder pre-LN and post-LN, two peak learning
-    # rates, with and without warm-up (and three of those cells at 6 blocks per stack); and
-    # without its residual connections
+    # rates, with and without warm-up (and three of those cells at 6 blocks per stack, and
+    # post-LN with RAdam there); and without its residual connections
     *_norm_grid(),
     *(SiteModel(ReversalTransformerTask(**NO_RESIDUALS),
                 TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,

@@ -148,7 +148,7 @@ def measure_decoding_in_fresh_processes(num_outputs: int, lengths: Iterable[int]
                                         repeats: int = REPEATS) -> list[DecodingPoint]:
     """[`measure_decoding`][attnprimer.site.experiments.kv_cache.measure_decoding] in two new Python
     processes on one thread: the times from one with the ordinary allocator, the cache bytes and
-    peaks (the median of at most 3 runs) from one with the exact allocator (``python -m
+    peaks (the median of the runs) from one with the exact allocator (``python -m
     attnprimer.site.experiments.kv_cache --json``, then the same with ``--exact-allocator``)."""
     def arguments(runs: int) -> list[str]:
         return ["--classes", str(num_outputs), "--dim", str(dim), "--heads", str(heads),
@@ -156,8 +156,8 @@ def measure_decoding_in_fresh_processes(num_outputs: int, lengths: Iterable[int]
 
     module = "attnprimer.site.experiments.kv_cache"
     timed = [DecodingPoint(*point) for point in run_fresh(arguments(repeats), module=module)]
-    held = [DecodingPoint(*point) for point in run_fresh(  # memory: the median of 3 at most
-        [*arguments(min(repeats, 3)), "--exact-allocator"], module=module)]
+    held = [DecodingPoint(*point) for point in run_fresh(
+        [*arguments(repeats), "--exact-allocator"], module=module)]
     return [point._replace(cache_bytes=memory.cache_bytes, peak_bytes=memory.peak_bytes,
                            peak_spread_bytes=memory.peak_spread_bytes)
             for point, memory in zip(timed, held, strict=True)]
@@ -265,12 +265,14 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true",
                         help="measure in this process; print the points as JSON")
     parser.add_argument("--exact-allocator", action="store_true",
-                        help="with --json: map every block of 64 KiB or more on its own")
+                        help="with --json: map every block of a page (4 KiB) or more on its own")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.json:
         if args.exact_allocator:
-            exact_allocator()
+            # decoding allocates many small blocks (one position's keys are 1 KiB): map
+            # every block of a page or more, or the heap's reuse makes the peaks vary by MiBs
+            exact_allocator(threshold=4096)
         points = measure_decoding(args.classes, args.lengths, dim=args.dim, heads=args.heads,
                                   layers=args.layers, repeats=args.repeats)
         print(json.dumps([list(point) for point in points]))

@@ -128,7 +128,7 @@ class SiteBuild:
 
     Attributes:
         trained: the labels of the models it trained (the cache lacked them).
-        train_seconds: the wall time of that training.
+        train_seconds: the CPU time of that training.
         models: the checkpoint file of every model of the catalogue.
         artifacts: every artifact's files.
     """

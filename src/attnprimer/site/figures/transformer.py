@@ -132,7 +132,7 @@ def cost() -> str:
                 f"\"First at 99&nbsp;%\": the first step at which exact match on the training "
                 f"monitor (1,000 held-out inputs of lengths 1–10, greedy, scored every 100 "
                 f"steps) was 99&nbsp;% or more, for seeds 0 / 1 / 2; \"never\" if it did not "
-                f"get there. Seconds: the wall time of that model's whole training run on the "
+                f"get there. Seconds: the CPU time of that model's whole training run on the "
                 f"build machine (one thread, monitoring included), times the share of its steps "
                 f"taken by then; a measurement, which another machine or another run will not "
                 f"repeat exactly.")
