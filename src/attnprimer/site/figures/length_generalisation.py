@@ -134,7 +134,7 @@ def ranking() -> str:
 @recipe("first_wrong", "where outputs first go wrong on inputs two letters longer than any "
         "in training")
 def first_wrong() -> Figure:
-    figure = Figure(figsize=(8, 3.4), layout="constrained")
+    figure = Figure(figsize=(8, 3.8), layout="constrained")
     panels = figure.subplots(1, 2, sharey=True)
     steps = np.arange(1, FAIL_LENGTH + 2)  # output steps written: 1..T, the end included
     for axes, operation in zip(panels, LENGTH_OPERATIONS, strict=True):
@@ -150,7 +150,9 @@ def first_wrong() -> Figure:
         axes.set_ylim(0, 1.02)
         axes.grid(alpha=0.3)
     panels[0].set_ylabel("inputs with every step so far right")
-    panels[1].legend(fontsize=7, loc="lower left")
+    # below the panels: inside, it would cover the curves' first steps
+    figure.legend(handles=panels[0].get_lines(), fontsize=8, loc="outside lower center",
+                  ncols=len(LENGTH_SCHEMES))
     return figure
 
 

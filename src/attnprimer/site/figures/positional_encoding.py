@@ -178,16 +178,19 @@ def signal_counts() -> str:
     counts, rows = range(6, 11), []
     for name in [*POSITIONAL_ENCODINGS[1:], *SIGNAL_VARIANTS]:
         results = [experiments.cached_accuracy_by_count(trained) for trained in signal_group(name)]
-        rows.append([name, *("/".join(f"{100 * result['accuracy'][count]:.0f}"
-                                      for result in results) for count in counts),
-                     "/".join(f"{max(result['largest']):.0f}" for result in results)])
+        largest = sorted({int(max(result["largest"])) for result in results})
+        rows.append([name, *(mean_range((result["accuracy"][count] for result in results), 0)
+                             for count in counts),
+                     "–".join(map(str, sorted({largest[0], largest[-1]})))])
     return markdown_table(
-        ["signal model", *(f"count {count}" for count in counts), "largest answer"], rows,
+        ["signal model", *(f"count {count}, %" for count in counts), "largest answer"], rows,
         align="l" + "r" * (len(counts) + 1),
-        caption=f"Percent right at each true count, seeds {', '.join(map(str, SEEDS))} "
-                f"separated by slashes, on 500 held-out inputs per count drawn given the count "
-                f"(the signal letter at random, that many later copies at random places). "
-                f"Largest answer: the largest count each seed gave on any of the 5,500 inputs.")
+        caption=f"Percent right at each true count on 500 held-out inputs per count drawn "
+                f"given the count (the signal letter at random, that many later copies at "
+                f"random places): the mean of seeds {', '.join(map(str, SEEDS))} and, in "
+                f"brackets, the lowest and the highest seed. Largest answer: the largest count "
+                f"a seed gave on any of the 5,500 inputs, from the lowest seed's to the "
+                f"highest's.")
 
 
 @recipe("signal_training", "held-out exact match of the signal models while training")
@@ -248,14 +251,15 @@ def signal_where() -> str:
     for name in SIGNAL_GROUPS:
         results = [experiments.cached_signal_attention(trained) for trained in signal_group(name)]
         kinds = list(results[0])
-        rows.append([name, *("/".join(f"{result[kind]:.2f}" for result in results)
-                             for kind in kinds)])
+        rows.append([name, *(mean_range((result[kind] for result in results), 2,
+                                        percent=False) for kind in kinds)])
     length = site_model("signal").task.length
     return markdown_table(
         ["signal model", *kinds], rows,
         caption=f"Mean weight of the output step on one position of each kind, over 5,000 "
-                f"held-out sequences; seeds {', '.join(map(str, SEEDS))} separated by slashes. "
-                f"Even attention would give 1/{length} = {1 / length:.2f}.")
+                f"held-out sequences: the mean of seeds {', '.join(map(str, SEEDS))} and, in "
+                f"brackets, the lowest and the highest seed. Even attention would give "
+                f"1/{length} = {1 / length:.2f}.")
 
 
 @recipe("length_generalisation", "exact match against the input length, trained at length 10")

@@ -20,6 +20,7 @@ from attnprimer.site.catalogue import (
     DEEP_LAYERS,
     DEEP_LR,
     DEEP_NORM_CELLS,
+    DEEP_RADAM,
     NO_RESIDUALS,
     NORM_GRID_LRS,
     NORM_GRID_SCHEDULES,
@@ -44,8 +45,8 @@ from attnprimer.tasks import ReversalTransformerTask
 from attnprimer.training.model_cache import cached_result
 from attnprimer.training.train import TrainConfig, TrainedModel, held_out_generator
 
-__all__ = ["STUCK", "cell_runs", "floor", "gradient_norms", "no_residual_runs", "spreads",
-           "step_dependences", "trained_spreads"]
+__all__ = ["STUCK", "cell_runs", "floor", "gradient_norms", "no_residual_runs", "radam_runs",
+           "spreads", "step_dependences", "trained_spreads"]
 
 STEPS = TRANSFORMER_STEPS["encoder-decoder"]
 CHAPTER_LR = NORM_GRID_LRS[0]  # the chapter's peak learning rate
@@ -61,11 +62,18 @@ STUCK = ("post-LN, 6 blocks, no warm-up", "pre-LN, no residuals")
 """The two models that do not learn the task, beside the chapter's (``"pre-LN"``)."""
 
 
-def cell_runs(norm: str, lr: float, schedule: str, layers: int = 2) -> list[TrainedModel]:
+def cell_runs(norm: str, lr: float, schedule: str, layers: int = 2,
+              optimizer: str = "adam") -> list[TrainedModel]:
     """Every seed of one cell of the grid: ``norm`` a name of ``NORM_PLACEMENTS``."""
     return [model.trained() for model in site_seeds(
         "reversal-transformer", **NORM_PLACEMENTS[norm], layers=layers, steps=STEPS, lr=lr,
-        schedule=schedule)]
+        schedule=schedule, optimizer=optimizer)]
+
+
+def radam_runs() -> list[TrainedModel]:
+    """Every seed of the deep cell trained with RAdam (``DEEP_RADAM``): post-LN, no warm-up."""
+    return cell_runs(DEEP_RADAM["norm"], DEEP_LR, DEEP_RADAM["schedule"], DEEP_LAYERS,
+                     DEEP_RADAM["optimizer"])
 
 
 def no_residual_runs() -> list[TrainedModel]:
@@ -170,6 +178,8 @@ def norms() -> Figure:
     for norm, schedule in DEEP_NORM_CELLS:
         _curves(grid[0, -1], grid[1, -1], cell_runs(norm, DEEP_LR, schedule, DEEP_LAYERS),
                 COLOURS[norm], styles[schedule], f"{norm}, {WARMUP[schedule]}")
+    _curves(grid[0, -1], grid[1, -1], radam_runs(), COLOURS[DEEP_RADAM["norm"]], ":",
+            f"{DEEP_RADAM['norm']}, {WARMUP[DEEP_RADAM['schedule']]}, RAdam")
     grid[0, -1].set_title(f"{DEEP_LAYERS} blocks, peak learning rate {DEEP_LR:g}", fontsize=10)
     for column in range(grid.shape[1]):
         _floor_line(grid[0, column])
@@ -179,6 +189,7 @@ def norms() -> Figure:
     for axes in grid[:, 1:].flat:
         axes.set_ylabel("")
     grid[1, 0].legend(fontsize=8, loc="lower right")
+    grid[1, -1].legend(handles=grid[1, -1].get_lines()[-1:], fontsize=8, loc="center right")
     return figure
 
 
@@ -191,6 +202,8 @@ def norms_table() -> str:
     cells += [(norm, DEEP_LAYERS, DEEP_LR, schedule,
                cell_runs(norm, DEEP_LR, schedule, DEEP_LAYERS))
               for norm, schedule in DEEP_NORM_CELLS]
+    cells.append((f"{DEEP_RADAM['norm']}, RAdam", DEEP_LAYERS, DEEP_LR, DEEP_RADAM["schedule"],
+                  radam_runs()))
     cells.append(("pre-LN, no residuals", 2, CHAPTER_LR, "cosine", no_residual_runs()))
     rows = []
     for norm, layers, lr, schedule, runs in cells:
@@ -203,12 +216,12 @@ def norms_table() -> str:
         ["norm", "blocks per stack", "peak learning rate", "warm-up", "exact match at the end, %",
          "first at 99&nbsp;%, step", "loss, last 10 steps"], rows,
         caption=f"The chapter's encoder-decoder Transformer ($D = 32$, 4 heads, 2 blocks per "
-                f"stack unless the table says {DEEP_LAYERS}, Adam, batches of 100, {STEPS} "
-                f"steps, the learning rate decaying along a cosine; with warm-up, it first "
-                f"rises linearly from 0 over the first tenth of the steps). Exact match: on the "
-                f"training monitor, 1,000 held-out inputs of 1 to 10 letters, greedy, after the "
-                f"last step: the mean of seeds 0, "
-                f"1 and 2 and, in brackets, the lowest and the highest seed. \"First at "
+                f"stack unless the table says {DEEP_LAYERS}, Adam unless it says RAdam, "
+                f"batches of 100, {STEPS} steps, the learning rate decaying along a cosine; "
+                f"with warm-up, it first rises linearly from 0 over the first tenth of the "
+                f"steps). Exact match: on the training monitor, 1,000 held-out inputs of 1 to "
+                f"10 letters, greedy, after the last step: the mean of seeds 0, 1 and 2 and, "
+                f"in brackets, the lowest and the highest seed. \"First at "
                 f"99&nbsp;%\": the first of the monitor's checks (every 100 steps) at 99&nbsp;% "
                 f"or more, seeds 0 / 1 / 2. Loss: the training cross-entropy averaged over the "
                 f"last {WINDOW} steps and the seeds.")
