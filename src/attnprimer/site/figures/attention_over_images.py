@@ -9,17 +9,20 @@ diagram of the model is drawn by code, like every diagram of the site.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from attnprimer.patches import patchify
 from attnprimer.site.catalogue import site_seeds
 from attnprimer.site.experiments.attention_over_images import cached_reading, read
-from attnprimer.site.figures.diagrams import arrow, box, canvas, frame, label, legend
+from attnprimer.site.figures.diagrams import arrow, box, canvas, frame, legend
 from attnprimer.site.figures.plotting import HEATMAP, ORANGE
 from attnprimer.site.figures.recipes import recipe
 from attnprimer.site.figures.tables import markdown_table, mean_range
-from attnprimer.tasks.digit_reading import END, NONE
+from attnprimer.tasks.digit_reading import END, NONE, DigitReadingTask
 from attnprimer.training.train import TrainedModel, held_out_generator
 
 __all__ = ["EXAMPLE_SEED", "plot_reading_maps", "reader_models"]
@@ -42,6 +45,10 @@ def example_canvas(trained: TrainedModel, count: int = 4) -> tuple[torch.Tensor,
     return trained.task.paint(one)[0], one
 
 
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
 def _step_name(value: int) -> str:
     return {END: "end", NONE: "-"}.get(value, str(value))
 
@@ -59,8 +66,9 @@ def plot_reading_maps(canvas_image: torch.Tensor, weights: torch.Tensor, predict
     height, width = canvas_image.shape
     rows, cols = height // patch, width // patch
     steps = len(predictions)
-    figure = Figure(figsize=(7.6, 1.1 + 1.25 * (steps + 1)), layout="constrained")
-    grid = figure.subplots(steps + 1, 1)
+    panels = math.ceil((steps + 1) / 2)  # rows of two panels
+    figure = Figure(figsize=(7.6, 0.4 + 1.45 * panels), layout="constrained")
+    grid = figure.subplots(panels, 2).flatten()[:steps + 1]
     extent = (-0.5, width - 0.5, height - 0.5, -0.5)
     grid[0].imshow(canvas_image.numpy(), cmap="Greys", vmin=0, vmax=1, extent=extent)
     grid[0].set_title("the canvas (held out)", fontsize=10, loc="left")
@@ -79,11 +87,52 @@ def plot_reading_maps(canvas_image: torch.Tensor, weights: torch.Tensor, predict
         axes.set_xticks([0, width - 1])
         axes.set_yticks([0, height - 1])
         axes.tick_params(labelsize=8)
-    grid[-1].set_xlabel("column (pixels)")
-    figure.supylabel("row (pixels)", fontsize=9)
+    for axes in grid[-2:]:
+        axes.set_xlabel("column (pixels)", fontsize=8)
+    for axes in grid[::2]:
+        axes.set_ylabel("row", fontsize=8)
     colorbar = figure.colorbar(image, ax=list(grid[1:]), fraction=0.04, pad=0.02)
     colorbar.set_label("attention weight")
     return figure
+
+
+@recipe("canvases", "three held-out canvases of two, three and four digits")
+def canvases() -> Figure:
+    task = DigitReadingTask()
+    figure = Figure(figsize=(3.8, 4.4), layout="constrained")
+    grid = figure.subplots(3)
+    layout = task.layout(200, held_out_generator(EXAMPLE_SEED))
+    for axes, count in zip(grid, (2, 3, 4), strict=True):
+        index = int((layout.count == count).nonzero()[0])
+        one = layout._replace(**{name: getattr(layout, name)[index:index + 1]
+                                 for name in ("image", "label", "x", "y", "count")})
+        axes.imshow(task.paint(one)[0].numpy(), cmap="Greys", vmin=0, vmax=1)
+        axes.set_title(" ".join(str(int(d)) for d in one.label[0, :count]), fontsize=10,
+                       loc="left")
+        axes.set_xticks([0, task.width - 1])
+        axes.set_yticks([0, task.height - 1])
+        axes.tick_params(labelsize=8)
+    grid[-1].set_xlabel("column (pixels)")
+    grid[1].set_ylabel("row (pixels)")
+    return figure
+
+
+@recipe("worked_patches", "a 4 x 4 image of the numbers 0-15 cut into 2 x 2 patches")
+def worked_patches() -> str:
+    image = torch.arange(16).reshape(1, 4, 4)
+    patches = patchify(image.float(), 2)[0].long()
+    table = markdown_table(
+        ["the image", "column 0", "column 1", "column 2", "column 3"],
+        [[f"row {row}", *(str(int(v)) for v in image[0, row])] for row in range(4)],
+        align="lcccc")
+    return table + "\n" + markdown_table(
+        ["patch", "where", "its pixels, row by row"],
+        [[str(index), where, ", ".join(str(int(v)) for v in patch)]
+         for index, (where, patch) in enumerate(zip(
+             ("top left", "top right", "bottom left", "bottom right"), patches, strict=True))],
+        align="llr",
+        caption="The image's pixels, numbered, and its four patches, computed by "
+                "`attnprimer.patches.patchify` when this page was built.")
 
 
 @recipe("reading_maps", "the patch reader's map over a held-out canvas at each output step")
@@ -121,6 +170,24 @@ def reading_table() -> str:
                 "digit step's share on the patches that overlap its digit's 8 x 8 square.")
 
 
+@recipe("reading_by_seed", "exact match and interventions of each trained patch reader")
+def reading_by_seed() -> str:
+    rows = []
+    for trained in reader_models():
+        r = cached_reading(trained)
+        rows.append([str(trained.config.seed), _percent(r.exact_match), _percent(r.on_digit),
+                     _percent(r.blanked_changes), _percent(r.control_changes),
+                     _percent(r.moved_same), _percent(r.moved_follows),
+                     _percent(r.swapped), str(r.canvases)])
+    return markdown_table(
+        ["seed", "read right (%)", "on its digit (%)", "blanked: changes (%)",
+         "control: changes (%)", "moved: same (%)", "map follows (%)", "swapped (%)",
+         "canvases"],
+        rows, align="rrrrrrrrr",
+        caption="Each trained patch reader on the 2,000 held-out canvases; the interventions "
+                "on the canvases it reads right (the last column counts them).")
+
+
 @recipe("interventions_table", "what changes when attended patches are blanked, a digit moves, "
         "two digits swap")
 def interventions_table() -> str:
@@ -147,9 +214,9 @@ def interventions_table() -> str:
 @recipe("reader_diagram", "the patch reader: patches, one self-attention block, the Bahdanau "
         "decoder")
 def reader_diagram() -> Figure:
-    figure, axes = canvas(7.4, 3.4)
-    frame(axes, 0.15, 0.55, 3.3, 3.15, "reads the canvas once")
-    frame(axes, 3.5, 0.55, 7.25, 3.15, "each output step t")
+    figure, axes = canvas(7.4, 3.9)
+    frame(axes, 0.15, 0.55, 3.3, 3.75, "reads the canvas once")
+    frame(axes, 3.5, 0.55, 7.25, 3.75, "each output step t")
     pixels = box(axes, 0.75, 1.2, "canvas", shape="(16, 40)", width=0.95, height=0.5)
     patches = box(axes, 0.75, 2.45, "patches", shape="(40, 16)", width=0.95, height=0.5)
     arrow(axes, pixels.top, patches.bottom, text="cut 4×4", fontsize=8)
@@ -159,24 +226,25 @@ def reader_diagram() -> Figure:
     block = box(axes, 2.05, 1.2, "self-attention\nblock", "learned", width=1.1, height=0.55,
                 fontsize=8)
     arrow(axes, embed.bottom, block.top)
-    memory = box(axes, 4.2, 1.2, "$h_j$", shape="(40, D)", width=0.8, height=0.5)
+    memory = box(axes, 4.15, 1.2, "$h_j$", shape="(40, D)", width=0.8, height=0.5)
     arrow(axes, block.right, memory.left)
-    score = box(axes, 4.2, 2.45, "additive\nscore", "learned", width=0.9, height=0.55,
+    state = box(axes, 4.15, 3.25, "$s_{t-1}$", shape="(D,)", width=0.7, height=0.5)
+    score = box(axes, 4.15, 2.3, "additive\nscore", "learned", width=0.9, height=0.55,
                 fontsize=8)
+    arrow(axes, state.bottom, score.top)
     arrow(axes, memory.top, score.bottom)
-    state = box(axes, 6.6, 1.2, "$s_{t-1}$", shape="(D,)", width=0.7, height=0.5)
-    arrow(axes, state.left, score.right, bend=0.25, text="query", where=0.5, dx=-0.1, dy=0.25,
-          fontsize=8)
-    weights = box(axes, 5.45, 2.45, "softmax\n→ $a_t$", "operation", width=0.85, height=0.55,
-                  fontsize=8)
+    weights = box(axes, 5.4, 2.3, "softmax", "operation", width=0.85, height=0.45, fontsize=8)
     arrow(axes, score.right, weights.left)
-    context = box(axes, 5.45, 1.2, "$c_t=\\sum_j a_{tj} h_j$", "operation", width=1.1,
+    context = box(axes, 5.4, 1.2, "$c_t=\\sum_j a_{tj} h_j$", "operation", width=1.1,
                   height=0.5, fontsize=8)
-    arrow(axes, weights.bottom, context.top)
-    gru = box(axes, 6.6, 2.45, "GRU,\nwrite digit", "learned", width=0.95, height=0.55,
-              fontsize=8)
-    arrow(axes, context.right, gru.left, bend=-0.2)
-    arrow(axes, state.top, gru.bottom)
-    label(axes, 6.6, 2.95, "$a_t$: a map over the 40 patches", fontsize=8)
+    arrow(axes, weights.bottom, context.top, text="$a_t$: a map over\nthe 40 patches",
+          fontsize=8)
+    arrow(axes, memory.right, context.left)
+    gru = box(axes, 6.65, 1.2, "GRU", "learned", width=0.7, height=0.5, fontsize=9)
+    arrow(axes, context.right, gru.left)
+    arrow(axes, state.right, (gru.x, gru.y + gru.height / 2), bend=-0.3)
+    digit = box(axes, 6.65, 2.3, "writes a\ndigit", "learned", width=0.8, height=0.5,
+                fontsize=8)
+    arrow(axes, gru.top, digit.bottom, text="$s_t$", fontsize=8)
     legend(axes, 0.3, 0.25, step=2.3)
     return figure
