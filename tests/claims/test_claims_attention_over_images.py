@@ -50,7 +50,7 @@ def test_a_digit_step_puts_most_of_its_weight_on_its_digit(readings):
 def test_the_example_maps_move_left_to_right(readers):
     # "Each step's weight moves to the next digit along, left to right" (the figure, seed 0)
     trained = readers[0]
-    image, layout = example_canvas(trained)
+    image, _ = example_canvas(trained)
     predictions, weights = read(trained, image[None])
     cols = torch.arange(weights.shape[-1]) % (trained.task.width // trained.task.patch)
     centres = (weights[0, :4] * cols).sum(-1)  # the four digit steps' centres, in columns

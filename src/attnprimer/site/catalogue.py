@@ -25,7 +25,6 @@ from attnprimer.tasks import (
     CopyReverseTask,
     CountingTask,
     DifferenceTask,
-    DigitPairTask,
     DigitReadingTask,
     PartnersTask,
     ReversalTask,
@@ -40,7 +39,6 @@ from attnprimer.training.train import TrainConfig, TrainedModel
 __all__ = [
     "COUNTING_EXAMPLE", "COUNTING_LENGTH_VARIANTS", "COUNTING_RECIPES", "DEEP_LAYERS", "DEEP_LR",
     "DEEP_NORM_CELLS", "DEEP_RADAM", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS",
-    "IMAGE_ENCODERS",
     "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS", "NORM_GRID_LRS",
     "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS", "ORIGINAL_COUNTING_RECIPE",
     "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS", "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS",
@@ -231,14 +229,6 @@ NOPE_LONGER_STEPS = 3000
 its training lengths last catch up with more training?"""
 
 
-IMAGE_ENCODERS: dict[str, dict[str, bool]] = {
-    "with positions": {"position": True},
-    "without positions": {"position": False},
-}
-"""The patch encoders of the images chapter, by name: their task settings. The same model on
-the same canvases; only whether each patch's vector has its row and column added."""
-
-
 def _norm_grid() -> list[SiteModel]:
     """The grid of ``NORM_PLACEMENTS``, less the chapter's own model (pre-LN, 0.003,
     cosine), which ``TRANSFORMERS`` already has; then the deeper cells."""
@@ -314,11 +304,8 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                 TrainConfig(**{**CopyReverseTask.train_defaults, "seed": seed,
                                "steps": NOPE_LONGER_STEPS}))
       for seed in SEEDS),
-    # attention-over-images: the patch reader (Bahdanau's decoder over patches), and the patch
-    # encoder (a toy ViT) with and without its patches' positions
+    # attention-over-images: the patch reader, Bahdanau's decoder over an image's patches
     *(SiteModel.default(DigitReadingTask(), seed) for seed in SEEDS),
-    *(SiteModel.default(DigitPairTask(**settings), seed)
-      for settings in IMAGE_ENCODERS.values() for seed in SEEDS),
 )
 """Every trained model the site uses."""
 
