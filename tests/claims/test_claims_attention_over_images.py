@@ -42,20 +42,22 @@ def test_they_read_most_held_out_canvases_wholly_right(readings):
     assert all(reading.exact_match > 0.5 for reading in readings), readings
 
 
-def test_a_digit_step_puts_most_of_its_weight_on_its_digit(readings):
-    # "a digit step puts most of its weight on the patches of the digit it writes"
-    assert all(reading.on_digit > 0.5 for reading in readings), readings
+def test_a_digit_step_puts_nearly_all_its_weight_on_its_digit(readings):
+    # "a digit step puts nearly all of its weight on the patches of the digit it writes"
+    assert all(reading.on_digit > 0.9 for reading in readings), readings
 
 
-def test_the_example_maps_move_left_to_right(readers):
-    # "Each step's weight moves to the next digit along, left to right" (the figure, seed 0)
-    trained = readers[0]
-    image, _ = example_canvas(trained)
-    predictions, weights = read(trained, image[None])
-    cols = torch.arange(weights.shape[-1]) % (trained.task.width // trained.task.patch)
-    centres = (weights[0, :4] * cols).sum(-1)  # the four digit steps' centres, in columns
-    assert bool((centres[1:] > centres[:-1]).all()), centres
-    assert predictions[0, 4] == END
+def test_the_example_maps_move_left_to_right_and_the_end_looks_nowhere_much(readers):
+    # "Each step's weight moves to the next digit along, left to right ... the step that
+    # writes "end" spreads its weight thinly": the example canvas, in every trained model
+    for trained in readers:
+        image, _ = example_canvas(trained)
+        predictions, weights = read(trained, image[None])
+        cols = torch.arange(weights.shape[-1]) % (trained.task.width // trained.task.patch)
+        centres = (weights[0, :4] * cols).sum(-1)  # the four digit steps' centres, in columns
+        assert bool((centres[1:] > centres[:-1]).all()), (trained.config.seed, centres)
+        assert predictions[0, 4] == END
+        assert weights[0, 4].max() < 0.2, (trained.config.seed, weights[0, 4].max())
 
 
 def test_blanking_what_a_step_looks_at_changes_its_digit_far_more_than_the_control(readings):

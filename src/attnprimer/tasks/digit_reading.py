@@ -52,7 +52,7 @@ class DigitReadingTask(Task):
 
     name = "digit-reading"
     description = "read the handwritten digits on a canvas, left to right"
-    train_defaults: ClassVar[dict] = {"steps": 2000, "lr": 5e-3}
+    train_defaults: ClassVar[dict] = {"steps": 1800, "lr": 5e-3}
     teacher_forced = True
 
     height: int = field(default=16, metadata={"help": "canvas height (pixels)"})

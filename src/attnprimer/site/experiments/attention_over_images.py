@@ -8,8 +8,8 @@ model (three seeds on the page) and works on held-out canvases, built only from 
 * [`reading`][attnprimer.site.experiments.attention_over_images.reading]: exact match, and how
   much of each digit step's attention falls on that digit's 8 x 8 square;
 * the interventions, on the canvases the model reads right: blank the patches a step attends to
-  most (their pixels set to the background, 0) and, as the control, as many inked patches of
-  another digit; move one digit to another height; swap the images of the first two digits.
+  most (their pixels set to the background, 0) and, as the control, as many other inked
+  patches; move one digit to another height; swap the images of the first two digits.
 
 Shape legend: B batch, K digit slots, T output steps, N patches, Hi x Wi canvas.
 """
@@ -81,8 +81,8 @@ class ImageReading:
         on_digit: mean share of a digit step's weight on patches overlapping its digit.
         blanked_changes: after blanking the patches holding 80 % of a step's weight, the share
             of right readings whose digit at that step changes.
-        control_changes: after blanking as many inked patches of another digit instead (ones the
-            step gives little weight), the share whose digit at that step changes.
+        control_changes: after blanking as many other inked patches instead (drawn at random
+            outside the blanked ones), the share whose digit at that step changes.
         moved_same: after one digit moves to another height, the share still read the same.
         moved_follows: of those, the share whose step's attention (its centre of weight, in
             rows) moves the same way as the digit, by at least half the distance.

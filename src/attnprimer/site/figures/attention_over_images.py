@@ -152,7 +152,8 @@ def example_reading() -> str:
         rows.append([str(trained.config.seed),
                      "".join(str(int(digit)) for digit in layout.label[0, :4]),
                      trained.task.describe_output(predictions[0])])
-    return markdown_table(["model", "digits on the canvas", "read"], rows, align="lll",
+    return markdown_table(["trained model (seed)", "digits on the canvas", "read"], rows,
+                          align="lll",
                           caption="The example canvas above, read by each trained model "
                                   "(\".\" is the end token).")
 
@@ -200,7 +201,7 @@ def interventions_table() -> str:
         ["intervention on a canvas read right", "share (%)"],
         [row("blank the patches holding 80 % of step 0's weight: its digit changes",
              "blanked_changes"),
-         row("blank as many inked patches of other digits: step 0's digit changes",
+         row("blank as many other inked patches: step 0's digit changes",
              "control_changes"),
          row("move the first digit to another height: the reading stays the same", "moved_same"),
          row("... and step 0's weight moves with the digit", "moved_follows"),
