@@ -1,6 +1,7 @@
 """Patches as tokens: an encoder-only Transformer with a class token, a toy Vision Transformer.
 
-Taught in the chapter "Attention over images" (``docs/chapters/attention-over-images.md``).
+For the chapter "Attention over images" (``docs/chapters/attention-over-images.md``): its
+second half, patches as tokens, which the page does not show yet (no site model is trained).
 
 Dosovitskiy et al. (2021, "An image is worth 16x16 words") cut an image into patches, embed each
 linearly with a learned position, put one learned vector more in front, the *class token*, and

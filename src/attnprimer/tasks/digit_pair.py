@@ -1,6 +1,7 @@
 """Digit pairs: name the left digit and the right one. A task about where things are.
 
-Taught in the chapter "Attention over images" (``docs/chapters/attention-over-images.md``).
+For the chapter "Attention over images" (``docs/chapters/attention-over-images.md``): its
+second half, patches as tokens, which the page does not show yet (no site model is trained).
 
 A canvas holds two real handwritten digits side by side
 ([`attnprimer.tasks.digit_canvas`][attnprimer.tasks.digit_canvas]); the answer is two classes,
