@@ -54,8 +54,9 @@ class PatchReader(nn.Module):
                  num_outputs: int, steps: int) -> None:
         super().__init__()
         self.steps = steps
-        self.embed = PatchEmbedding(patch, height // patch, width // patch, dim)
-        # One round of self-attention: each patch's vector may take in the others'
+        self.embed = PatchEmbedding(patch, height // patch, width // patch,
+                                    dim)
+        # Self-attention, once: a patch's vector may take in the others'
         self.mix = EncoderBlock(dim, heads=4, hidden=2 * dim, pre_norm=True)
         self.decoder = Decoder(num_outputs, embed_dim=16, memory_dim=dim)
 
@@ -65,10 +66,12 @@ class PatchReader(nn.Module):
 
         With ``targets`` (B, T) the decoder is teacher-forced; without, greedy.
         """
-        memory, _ = self.mix(self.embed(images))  # the patches' vectors: (B, N, D)
+        # The patches' vectors: (B, N, D)
+        memory, _ = self.mix(self.embed(images))
         summary = memory.mean(dim=1)  # (B, D): starts the decoder
+        # Every patch may be read: (B, 1, N)
         mask = memory.new_ones(memory.shape[0], 1, memory.shape[1],
-                               dtype=torch.bool)  # every patch may be read: (B, 1, N)
+                               dtype=torch.bool)
         state = self.decoder.initial_state(summary)  # (B, D)
         token = images.new_full((images.shape[0],), self.decoder.start,
                                 dtype=torch.long)  # the start token: (B,)
@@ -76,12 +79,15 @@ class PatchReader(nn.Module):
         steps = self.steps if targets is None else targets.shape[1]
         all_logits, all_weights = [], []
         for step in range(steps):
+            # logits (B, C), state (B, D), weights (B, N)
             logits, state, weights = self.decoder.step(
-                token, state, memory, summary, mask, keys)  # (B, C), (B, D), (B, N)
+                token, state, memory, summary, mask, keys)
             all_logits.append(logits)
             all_weights.append(weights)
             token = (logits.argmax(dim=-1) if targets is None
                      else targets[:, step])
-        return ModelOutput(torch.stack(all_logits, dim=1),  # (B, T, C)
-                           {"encoder-decoder": torch.stack(all_weights, dim=1)})
+        return ModelOutput(
+            torch.stack(all_logits, dim=1),  # (B, T, C)
+            {"encoder-decoder": torch.stack(all_weights,
+                                            dim=1)})  # (B, T, N)
 # --8<-- [end:patch_reader]
