@@ -9,8 +9,6 @@ diagram of the model is drawn by code, like every diagram of the site.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -66,9 +64,9 @@ def plot_reading_maps(canvas_image: torch.Tensor, weights: torch.Tensor, predict
     height, width = canvas_image.shape
     rows, cols = height // patch, width // patch
     steps = len(predictions)
-    panels = math.ceil((steps + 1) / 2)  # rows of two panels
-    figure = Figure(figsize=(7.6, 0.4 + 1.45 * panels), layout="constrained")
-    grid = figure.subplots(panels, 2).flatten()[:steps + 1]
+    # One column: as readable on a phone as on a desktop
+    figure = Figure(figsize=(4.4, 0.4 + 1.45 * (steps + 1)), layout="constrained")
+    grid = figure.subplots(steps + 1, 1)
     extent = (-0.5, width - 0.5, height - 0.5, -0.5)
     grid[0].imshow(canvas_image.numpy(), cmap="Greys", vmin=0, vmax=1, extent=extent)
     grid[0].set_title("the canvas (held out)", fontsize=10, loc="left")
@@ -87,9 +85,8 @@ def plot_reading_maps(canvas_image: torch.Tensor, weights: torch.Tensor, predict
         axes.set_xticks([0, width - 1])
         axes.set_yticks([0, height - 1])
         axes.tick_params(labelsize=8)
-    for axes in grid[-2:]:
-        axes.set_xlabel("column (pixels)", fontsize=8)
-    for axes in grid[::2]:
+    grid[-1].set_xlabel("column (pixels)", fontsize=8)
+    for axes in grid:
         axes.set_ylabel("row", fontsize=8)
     colorbar = figure.colorbar(image, ax=list(grid), fraction=0.04, pad=0.02)
     colorbar.set_label("attention weight")
