@@ -25,6 +25,7 @@ from attnprimer.tasks import (
     CopyReverseTask,
     CountingTask,
     DifferenceTask,
+    DigitReadingTask,
     PartnersTask,
     ReversalTask,
     ReversalTransformerTask,
@@ -303,6 +304,8 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                 TrainConfig(**{**CopyReverseTask.train_defaults, "seed": seed,
                                "steps": NOPE_LONGER_STEPS}))
       for seed in SEEDS),
+    # attention-over-images: the patch reader, Bahdanau's decoder over an image's patches
+    *(SiteModel.default(DigitReadingTask(), seed) for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

@@ -12,6 +12,8 @@ from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.copy_reverse import CopyReverseTask
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
+from attnprimer.tasks.digit_pair import DigitPairTask
+from attnprimer.tasks.digit_reading import DigitReadingTask
 from attnprimer.tasks.partners import PartnersTask
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
@@ -24,6 +26,8 @@ __all__ = [
     "CopyReverseTask",
     "CountingTask",
     "DifferenceTask",
+    "DigitPairTask",
+    "DigitReadingTask",
     "PartnersTask",
     "ReversalTask",
     "ReversalTransformerTask",
@@ -40,6 +44,8 @@ TASKS: dict[str, type[Task]] = {
     ReversalTask.name: ReversalTask,
     ReversalTransformerTask.name: ReversalTransformerTask,
     CopyReverseTask.name: CopyReverseTask,
+    DigitReadingTask.name: DigitReadingTask,
+    DigitPairTask.name: DigitPairTask,
 }
 
 
@@ -53,7 +59,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         Traceback (most recent call last):
         ...
         ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference,
-        partners, reversal, reversal-transformer, signal
+        digit-pair, digit-reading, partners, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

@@ -28,6 +28,7 @@ from typing import Any
 
 from attnprimer.site.exercises import (
     attention_at_scale,
+    attention_over_images,
     bahdanau,
     checker,
     length_generalisation,
@@ -42,7 +43,7 @@ __all__ = ["EXERCISES", "Case", "Exercise", "ExerciseError", "Mistake", "Passed"
            "diagnose"]
 
 _LABS = (bahdanau, qkv, self_attention, positional_encoding, transformer, length_generalisation,
-         attention_at_scale)
+         attention_at_scale, attention_over_images)
 
 EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise for lab in _LABS for exercise in lab.EXERCISES}

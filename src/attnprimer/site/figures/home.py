@@ -10,9 +10,11 @@ drawn for a column a third of the page wide: few ticks, short labels, no colorba
 from __future__ import annotations
 
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patheffects import withStroke
 
 from attnprimer.block_mask import BlockMask
 from attnprimer.positional import sinusoidal_encoding
@@ -27,9 +29,11 @@ from attnprimer.site.catalogue import (
     site_seeds,
 )
 from attnprimer.site.experiments.attention_at_scale import KINDS, block_kinds
+from attnprimer.site.experiments.attention_over_images import read
 from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
 from attnprimer.site.experiments.qkv import kernel_regression_toy
 from attnprimer.site.experiments.rnn_recap import decoder_curves
+from attnprimer.site.figures.attention_over_images import example_canvas
 from attnprimer.site.figures.length_generalisation import COLOURS, LENGTHS, NAMES, TRAIN_MAX, exact
 from attnprimer.site.figures.plotting import (
     BLOCK_COLOURS,
@@ -185,4 +189,32 @@ def map_attention_at_scale() -> Figure:
     axes.tick_params(which="both", length=0, labelsize=8)
     axes.set_xlabel("key block")
     axes.set_ylabel("query block")
+    return figure
+
+
+@recipe("map_attention_over_images", "chapter map: where the patch reader looks at each step of a "
+        "held-out canvas")
+def map_attention_over_images() -> Figure:
+    trained = site_model("digit-reading", seed=0).trained()
+    image, _ = example_canvas(trained)
+    _, weights = read(trained, image[None])  # (1, T, N)
+    task = trained.task
+    rows, cols = task.height // task.patch, task.width // task.patch
+    digits = weights[0, :-1]  # the digit steps' maps, not the end's: (T - 1, N)
+    figure, axes = small_figure()
+    extent = (-0.5, task.width - 0.5, task.height - 0.5, -0.5)
+    axes.imshow(image.numpy(), cmap="Greys", vmin=0, vmax=1, extent=extent)
+    axes.imshow(digits.amax(0).reshape(rows, cols).numpy(), cmap="Blues", alpha=0.7,
+                extent=extent, interpolation="nearest")
+    for step, row in enumerate(digits):
+        grid = row.reshape(rows, cols)
+        y = float((grid.sum(1) * torch.arange(rows)).sum()) * task.patch + task.patch / 2
+        x = float((grid.sum(0) * torch.arange(cols)).sum()) * task.patch + task.patch / 2
+        axes.text(x, y, str(step), ha="center", va="center", fontsize=10, color="black",
+                  fontweight="bold", path_effects=[withStroke(linewidth=2.5, foreground="white")])
+    axes.set_xticks([0, task.width - 1])
+    axes.set_yticks([0, task.height - 1])
+    axes.tick_params(labelsize=8)
+    axes.set_xlabel("column (pixels)")
+    axes.set_ylabel("row")
     return figure
