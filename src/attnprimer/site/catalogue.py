@@ -25,6 +25,7 @@ from attnprimer.tasks import (
     CopyReverseTask,
     CountingTask,
     DifferenceTask,
+    InductionTask,
     PartnersTask,
     ReversalTask,
     ReversalTransformerTask,
@@ -38,6 +39,7 @@ from attnprimer.training.train import TrainConfig, TrainedModel
 __all__ = [
     "COUNTING_EXAMPLE", "COUNTING_LENGTH_VARIANTS", "COUNTING_RECIPES", "DEEP_LAYERS", "DEEP_LR",
     "DEEP_NORM_CELLS", "DEEP_RADAM", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS",
+    "INDUCTION_LAYERS",
     "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS", "NORM_GRID_LRS",
     "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS", "ORIGINAL_COUNTING_RECIPE",
     "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS", "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS",
@@ -223,6 +225,10 @@ ROTARY_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7)
 """Rotary is trained in eight seeds, not three: its first three were far apart beyond the
 training lengths, and three draws of so wide a spread cannot estimate its mean."""
 
+INDUCTION_LAYERS: tuple[int, ...] = (2, 1)
+"""The induction-heads chapter's attention-only models: two layers, and the one-layer control
+of the same width and heads (``InductionTask``'s defaults otherwise)."""
+
 NOPE_LONGER_STEPS = 3000
 """NoPE on reversal is also trained for twice the default steps: does the scheme that learns
 its training lengths last catch up with more training?"""
@@ -303,6 +309,9 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                 TrainConfig(**{**CopyReverseTask.train_defaults, "seed": seed,
                                "steps": NOPE_LONGER_STEPS}))
       for seed in SEEDS),
+    # induction-heads: attention-only models on repeated segments, two layers and one
+    *(SiteModel.default(InductionTask(layers=layers), seed)
+      for layers in INDUCTION_LAYERS for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

@@ -12,6 +12,7 @@ from attnprimer.tasks.base import BLANK, Batch, Task
 from attnprimer.tasks.copy_reverse import CopyReverseTask
 from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
+from attnprimer.tasks.induction import InductionTask
 from attnprimer.tasks.partners import PartnersTask
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
@@ -24,6 +25,7 @@ __all__ = [
     "CopyReverseTask",
     "CountingTask",
     "DifferenceTask",
+    "InductionTask",
     "PartnersTask",
     "ReversalTask",
     "ReversalTransformerTask",
@@ -40,6 +42,7 @@ TASKS: dict[str, type[Task]] = {
     ReversalTask.name: ReversalTask,
     ReversalTransformerTask.name: ReversalTransformerTask,
     CopyReverseTask.name: CopyReverseTask,
+    InductionTask.name: InductionTask,
 }
 
 
@@ -53,7 +56,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         Traceback (most recent call last):
         ...
         ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference,
-        partners, reversal, reversal-transformer, signal
+        induction, partners, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
