@@ -38,6 +38,8 @@ __all__ = ["EXAMPLE", "plot_circuit", "plot_curves", "plot_patterns", "plot_scor
 
 EXAMPLE = "JQCMAETHSGCMAEKPL"
 """The sequence the heatmaps and the worked table show: the segment C M A E at 2 and 10."""
+EXAMPLE_QUERY = 12
+"""The position the circuit diagram follows: the A of the repeat."""
 
 SEED_STYLES = ("-", "--", ":")
 
@@ -50,9 +52,9 @@ def plot_circuit(letters: str, query: int) -> Figure:
     query's letter, and its value there is the letter to predict.
     """
     earlier = letters.index(letters[query])  # the letter's earlier occurrence
-    figure = Figure(figsize=(7.2, 2.5))
+    figure = Figure(figsize=(7.2, 2.6))
     axes = figure.add_axes((0, 0, 1, 1))
-    axes.set_xlim(-0.8, len(letters) - 0.2)
+    axes.set_xlim(-2.3, query + 1.8)
     axes.set_ylim(-1.3, 1.9)
     axes.set_axis_off()
     for position, letter in enumerate(letters[: query + 1]):
@@ -63,7 +65,7 @@ def plot_circuit(letters: str, query: int) -> Figure:
                   color=GREY)
     axes.text(query + 1, 0, "?", ha="center", va="center", fontsize=13, color=ORANGE,
               fontweight="bold")
-    axes.text(-0.75, -0.55, "position", ha="left", va="center", fontsize=8, color=GREY)
+    axes.text(-0.6, -0.55, "position", ha="right", va="center", fontsize=8, color=GREY)
     previous = FancyArrowPatch((earlier + 1, -0.3), (earlier, -0.3),
                                connectionstyle="arc3,rad=-0.9", arrowstyle="-|>",
                                mutation_scale=12, color=BLUE, lw=1.6)
@@ -72,13 +74,13 @@ def plot_circuit(letters: str, query: int) -> Figure:
                                 mutation_scale=12, color=ORANGE, lw=1.8)
     axes.add_patch(previous)
     axes.add_patch(induction)
-    axes.text(earlier + 0.5, -1.15, f"layer 1, previous-token head: position {earlier + 1} "
+    axes.text(-2.2, -1.15, f"layer 1, previous-token head: position {earlier + 1} "
               f"reads its previous letter, {letters[earlier]}", ha="left", va="center",
               fontsize=9, color=BLUE)
-    axes.text((query + earlier + 1) / 2, 1.55,
+    axes.text(-2.2, 1.6,
               f"layer 2, induction head: {letters[query]} at {query} looks for "
               f"\"after {letters[earlier]}\", finds {earlier + 1}, copies "
-              f"{letters[earlier + 1]}", ha="center", va="center", fontsize=9, color=ORANGE)
+              f"{letters[earlier + 1]}", ha="left", va="center", fontsize=9, color=ORANGE)
     return figure
 
 
@@ -141,7 +143,7 @@ def plot_patterns(before: torch.Tensor, after: torch.Tensor, letters: str,
 
 @recipe("circuit", "the two heads of an induction circuit on the example, drawn")
 def circuit() -> Figure:
-    return plot_circuit(EXAMPLE, EXAMPLE.index("M", 3) + 1)
+    return plot_circuit(EXAMPLE, EXAMPLE_QUERY)
 
 
 @recipe("curves", "the loss on the repeat and on the first occurrence over training")
