@@ -48,9 +48,9 @@ def held_out_pairs(vocab_size: int) -> torch.Tensor:
     one); a letter is never its own successor in a segment, and the blank is in no pair.
 
     Examples:
-        >>> held = held_out_pairs(8)
-        >>> held.shape, held.sum(dim=1).tolist()
-        (torch.Size([9, 9]), [0, 2, 2, 2, 2, 2, 2, 2, 2])
+        >>> held = held_out_pairs(20)                 # two of each letter's 19 successors
+        >>> held.shape, held.sum(dim=1).tolist()[:5]
+        (torch.Size([21, 21]), [0, 2, 2, 2, 2])
         >>> bool(held.diagonal().any())
         False
     """

@@ -30,6 +30,7 @@ from attnprimer.site.exercises import (
     attention_at_scale,
     bahdanau,
     checker,
+    induction_heads,
     length_generalisation,
     positional_encoding,
     qkv,
@@ -42,7 +43,7 @@ __all__ = ["EXERCISES", "Case", "Exercise", "ExerciseError", "Mistake", "Passed"
            "diagnose"]
 
 _LABS = (bahdanau, qkv, self_attention, positional_encoding, transformer, length_generalisation,
-         attention_at_scale)
+         attention_at_scale, induction_heads)
 
 EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise for lab in _LABS for exercise in lab.EXERCISES}

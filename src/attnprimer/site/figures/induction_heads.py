@@ -274,3 +274,52 @@ def generalisation_table() -> str:
          "one layer: repeat"], rows, align="lrrr",
         caption="Loss (nats) per letter, 2,000 sequences each; mean over three seeds, then "
                 "the lowest and highest. Chance is 3.00.")
+
+
+@recipe("worked_table", "the induction head on the example, query by query in the repeat")
+def worked_table() -> str:
+    trained = site_model("induction", layers=2, seed=0).trained()
+    _, induction = heads_of(cached_curves(trained))
+    tokens = trained.task.encode(EXAMPLE)[None]
+    with torch.no_grad():
+        output = trained.model.model(tokens)
+    weights, guesses = output.attention[induction][0], output.logits[0].argmax(-1)
+    rows = []
+    for query in range(10, 10 + 3):  # C M A at 10, 11, 12: each letter's next is known
+        earlier = EXAMPLE.index(EXAMPLE[query])
+        target = earlier + 1
+        rows.append([f"{EXAMPLE[query]} at {query}", earlier, f"{EXAMPLE[target]} at {target}",
+                     f"{float(weights[query, target]):.2f}",
+                     f"{float(weights[query].max()):.2f} at {int(weights[query].argmax())}",
+                     trained.task.alphabet[int(guesses[query])]])
+    return markdown_table(
+        ["query", "its letter was at", "the letter after it", "weight there",
+         "largest weight", "the model predicts"], rows, align="lrrrrr",
+        caption=f"The trained two-layer model (seed 0), head {induction.removeprefix('layer ')}, "
+                f"on {EXAMPLE}. The segment C M A E stands at 2 and again at 10.")
+
+
+@recipe("control_table", "the one-layer model: its loss and its preference for seen letters")
+def control_table() -> str:
+    rows = []
+    for seed, trained in zip(SEEDS, induction_models(1), strict=True):
+        c = cached_control(trained)
+        rows.append([seed, f"{c.repeat:.2f}", f"{c.boost:.2f}", f"{c.repeat_ablated:.2f}",
+                     f"{c.boost_ablated:.2f}", f"{c.held_out:.2f}"])
+    return markdown_table(
+        ["seed", "loss on the repeat", "seen / unseen", "loss, heads off", "seen / unseen, "
+         "heads off", "loss, held-out pairs"], rows, align="rrrrrr",
+        caption="2,000 held-out sequences. Chance is 3.00.")
+
+
+@recipe("budget", "the recorded training time of the chapter's six models")
+def budget() -> str:
+    rows, total = [], 0.0
+    for layers in (2, 1):
+        for seed, trained in zip(SEEDS, induction_models(layers), strict=True):
+            rows.append([layers, seed, f"{trained.train_seconds:.1f}"])
+            total += trained.train_seconds
+    return markdown_table(
+        ["layers", "seed", "training (CPU-s)"], rows, align="rrr",
+        caption=f"The CPU time each model's training took, one thread, as recorded when it "
+                f"trained: {total:.0f} CPU-seconds in all.")
