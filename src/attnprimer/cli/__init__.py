@@ -150,6 +150,8 @@ INPUT_FORMATS: dict[str, tuple[str, str]] = {
     "reversal-transformer": ("1 to --max-len letters, no blanks", "HEADBADGE"),
     "copy-reverse": ("letters, no blanks; longer than --max-len is allowed", "ABCDEFGHAC"),
     "partners": ("each letter once, each with a digit", "D3 A7 C0 B2 E1 F5 H8 G4"),
+    "induction": ("1 to --max-len letters A-T, no blanks; repeat a part of it",
+                  "JQCMAETHSGCMAEKPL"),
 }
 """What ``test --input`` takes for each task, and an example of it (the task's ``encode``)."""
 

@@ -147,6 +147,11 @@ class InductionTask(Task):
     def output_labels(self) -> list[str]:
         return [f"after {position}" for position in range(self.max_len - 1)]
 
+    def describe_output(self, values: torch.Tensor) -> str:
+        """The predicted next letters, ``_`` for a blank: ``"M A E _"``."""
+        return " ".join("_" if int(value) == 0 else self.alphabet[int(value)]
+                        for value in values)
+
     # --8<-- [start:repeats]
     def repeats(self, batch_size: int, generator: torch.Generator, *,
                 lengths: tuple[int, int] | None = None,
@@ -197,7 +202,9 @@ class InductionTask(Task):
         return Batch(tokens[:, :-1], tokens[:, 1:])  # read 0..S-2, predict 1..S-1
 
     def targets_for(self, inputs: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError("the next letters are random: only a sample knows them")
+        """The next letter of each position (B, L): the input shifted by one, a blank after
+        the last letter (what follows it is not known)."""
+        return torch.cat([inputs[:, 1:], torch.zeros_like(inputs[:, :1])], dim=1)
 
     def build_model(self) -> Snapshots:
         model = AttentionOnly(self.vocab_size + 1, self.hidden, self.heads, self.layers,
@@ -207,8 +214,8 @@ class InductionTask(Task):
     def encode(self, text: str) -> torch.Tensor:
         """Letters to token ids (L,), no padding: ``"ABCAB"`` -> ``[1, 2, 3, 1, 2]``."""
         text = text.strip().upper()
-        if not 1 <= len(text) <= self.max_len:
-            raise ValueError(f"write 1 to {self.max_len} letters; got {len(text)}")
+        if not 1 <= len(text) <= self.max_len - 1:
+            raise ValueError(f"write 1 to {self.max_len - 1} letters; got {len(text)}")
         if " " in text:
             raise ValueError("letters only, no spaces")
         return self._tokens(text)
