@@ -85,9 +85,13 @@ def test_the_two_heads_form_at_the_drop(curves):
 
 def test_both_layer_two_heads_are_induction_heads_and_no_layer_one_head_is(curves):
     """"In every seed both heads of layer 2 end as induction heads (scores above 0.4), and one
-    head of layer 1 as a previous-token head"; no layer-1 head scores above 0.1 as an induction
-    head."""
+    head of layer 1 as a previous-token head" (the other's previous-token score stays under
+    0.3); no layer-1 head scores above 0.1 as an induction head."""
     for result in curves:
+        previous, _ = heads_of(result)
+        other = next(head for head in result.previous_token if head.startswith("layer 1.")
+                     and head != previous)
+        assert result.previous_token[other][-1] < 0.3
         second = [head for head in result.induction if head.startswith("layer 2.")]
         assert all(result.induction[head][-1] > 0.4 for head in second)
         first = [head for head in result.induction if head.startswith("layer 1.")]
@@ -148,7 +152,7 @@ def test_the_one_layer_model_prefers_letters_already_seen_and_cannot_copy(contro
         chance = measured[0].chance
         assert chance - 0.8 < c.repeat < chance - 0.3
         assert c.repeat > 2 * best_two
-        assert c.boost > 1.6
+        assert 1.7 < c.boost < 2.3  # "about twice"
         assert c.boost_ablated < 1.05
         assert c.repeat_ablated > chance - 0.1
         assert c.held_out > chance
