@@ -132,10 +132,11 @@ def plot_patterns(before: torch.Tensor, after: torch.Tensor, letters: str,
     labels = [f"{letter} {position}" for position, letter in enumerate(letters)]
     image = None
     for axes, weights, step in zip(grid, (before, after), steps, strict=True):
-        image = draw_attention(axes, weights, labels, list(letters), annotate=False)
+        image = draw_attention(axes, weights, labels, labels, annotate=False)
         axes.set_title(f"step {step}", fontsize=10)
         axes.set_xlabel("position looked at (key)")
         axes.tick_params(labelsize=7)
+        axes.tick_params(axis="x", labelrotation=90)
     grid[0].set_ylabel("position looking (query)")
     weight_colorbar(figure, image, list(grid))
     return figure
