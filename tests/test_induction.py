@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -27,7 +29,7 @@ def _pairs(repeats: Repeats) -> list[tuple[int, int]]:
                             strict=True):
         for start in (int(a), int(b)):
             segment = row[start:start + int(m)].tolist()
-            pairs += list(zip(segment, segment[1:], strict=False))
+            pairs += list(itertools.pairwise(segment))
     return pairs
 
 

@@ -95,14 +95,14 @@ for head, weights in output.attention.items():
 # %%
 steps = snapshots.steps_of_snapshots()
 curve = []
-for index, step in enumerate(steps):
+for index in range(len(steps)):
     with torch.no_grad():
         attention = snapshots.snapshot(index)(repeats.tokens[:, :-1]).attention
     best = max(float(induction_score(attention[head], repeats.first, repeats.repeat,
                                      repeats.length))
                for head in ("layer 2.1", "layer 2.2"))
     curve.append(best)
-formed = next(step for step, score in zip(steps, curve) if score > 0.3)
+formed = next(step for step, score in zip(steps, curve, strict=True) if score > 0.3)
 print("induction score every 200 steps:", [round(score, 2) for score in curve[::4]])
 print("first above 0.3 at step", formed)
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import torch
 
-from attnprimer.site.experiments.induction_heads import induction_score as reference_score
 from attnprimer.site.exercises.checker import Case, Exercise, Mistake
+from attnprimer.site.experiments.induction_heads import induction_score as reference_score
 from attnprimer.tasks.induction import Repeats
 
 __all__ = ["EXERCISES", "INDUCTION_SCORE", "induction_score"]

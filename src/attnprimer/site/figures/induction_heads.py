@@ -308,8 +308,8 @@ def control_table() -> str:
         rows.append([seed, f"{c.repeat:.2f}", f"{c.boost:.2f}", f"{c.repeat_ablated:.2f}",
                      f"{c.boost_ablated:.2f}", f"{c.held_out:.2f}"])
     return markdown_table(
-        ["seed", "loss on the repeat", "seen / unseen", "loss, heads off", "seen / unseen, "
-         "heads off", "loss, held-out pairs"], rows, align="rrrrrr",
+        ["seed", "loss on the repeat", "seen / unseen", "loss, heads off",
+         "seen / unseen, heads off", "loss, held-out pairs"], rows, align="rrrrrr",
         caption="2,000 held-out sequences. Chance is 3.00.")
 
 
