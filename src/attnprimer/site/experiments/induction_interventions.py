@@ -69,7 +69,8 @@ def run_with(model: AttentionOnly, tokens: torch.Tensor, *,
         key_streams: by head, (B, L, D) the residual stream to compute its keys from.
 
     Returns:
-        logits (B, L, V + 1), weights by head (B, L, L), contexts by head (B, L, Dh).
+        outputs (tuple): ``(logits, weights, contexts)``: logits (B, L, V + 1), and by head
+        its weights (B, L, L) and its context (B, L, Dh).
     """
     contexts, key_streams = contexts or {}, key_streams or {}
     x = model.embed(tokens) + model.position.weight[: tokens.shape[1]]  # (B, L, D)
