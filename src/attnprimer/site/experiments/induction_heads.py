@@ -52,7 +52,8 @@ def previous_token_score(weights: torch.Tensor) -> float:
     Args:
         weights: (B, L, L) one head's attention weights; position 0 has no previous one.
     """
-    return weights.diagonal(offset=-1, dim1=1, dim2=2).mean().item()  # w[b, i, i - 1]
+    previous = weights.diagonal(offset=-1, dim1=1, dim2=2)  # w[b, i, i - 1]
+    return previous.mean().item()
 
 
 def induction_score(weights: torch.Tensor, repeats: Repeats) -> float:
@@ -68,10 +69,10 @@ def induction_score(weights: torch.Tensor, repeats: Repeats) -> float:
         weights: (B, L, L) one head's attention weights over ``repeats.tokens``.
         repeats: the sequences and where their segments are.
     """
-    queries = repeats.in_repeat()                    # (B, L): b <= t <= b + m - 2
+    queries = repeats.in_repeat()  # (B, L): b <= t <= b + m - 2
     distance = (repeats.repeat - repeats.first)[:, None]        # (B, 1)
     t = torch.arange(weights.shape[1])
-    target = (t - distance + 1).clamp(min=0)         # (B, L): the key to look at
+    target = (t - distance + 1).clamp(min=0)  # (B, L): the key to look at
     on_target = weights.gather(2, target[..., None]).squeeze(-1)  # (B, L)
     return on_target[queries[:, : weights.shape[1]]].mean().item()
 # --8<-- [end:scores]

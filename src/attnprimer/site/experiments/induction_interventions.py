@@ -73,7 +73,8 @@ def run_with(model: AttentionOnly, tokens: torch.Tensor, *,
         its weights (B, L, L) and its context (B, L, Dh).
     """
     contexts, key_streams = contexts or {}, key_streams or {}
-    x = model.embed(tokens) + model.position.weight[: tokens.shape[1]]  # (B, L, D)
+    length = tokens.shape[1]
+    x = model.embed(tokens) + model.position.weight[:length]  # (B, L, D)
     weights, seen = {}, {}
     for layer, block in enumerate(model.blocks):
         attention, heads = block.attention, block.attention.num_heads
@@ -84,8 +85,9 @@ def run_with(model: AttentionOnly, tokens: torch.Tensor, *,
         for head, stream in key_streams.items():
             at, h = _index(head)
             if at == layer:  # this head's keys from another stream
-                k[:, h] = split_heads(attention.key_proj(block.norm(stream)), heads)[:, h]
-        context, w = scaled_dot_product_attention(q, k, v, causal_mask(tokens.shape[1]))
+                other = block.norm(stream)  # (B, L, D)
+                k[:, h] = split_heads(attention.key_proj(other), heads)[:, h]
+        context, w = scaled_dot_product_attention(q, k, v, causal_mask(length))
         for h in range(heads):
             name = f"layer {layer + 1}.{h + 1}"
             weights[name], seen[name] = w[:, h], context[:, h]
