@@ -17,10 +17,10 @@ from attnprimer.training.train import held_out_generator
 # %% [markdown]
 # ## Exercise: the induction score
 #
-# A sequence holds a segment of `length` letters twice: from position `first`, and again
-# from position `repeat`. The query at `repeat + j` holds letter j of the segment, which
-# stood before at `first + j`. An induction head, at that query, looks at the letter that
-# came *next* the first time, and copies it.
+# A sequence holds a segment of $m$ letters (`length`) twice: from position $a$ (`first`),
+# and again from position $b$ (`repeat`). The query at $b + j$ holds letter $j$ of the
+# segment, which stood before at $a + j$. An induction head, at that query, looks at the
+# letter that came *next* the first time, at $a + j + 1$, and copies it.
 #
 # Write `induction_score(weights, first, repeat, length)`: `weights` is one head's attention,
 # (B, L, L), with query positions down and key positions across; `first`, `repeat` and

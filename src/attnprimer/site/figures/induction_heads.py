@@ -52,7 +52,7 @@ def plot_circuit(letters: str, query: int) -> Figure:
     query's letter, and its value there is the letter to predict.
     """
     earlier = letters.index(letters[query])  # the letter's earlier occurrence
-    figure = Figure(figsize=(7.2, 2.6))
+    figure = Figure(figsize=(6.8, 2.6))
     axes = figure.add_axes((0, 0, 1, 1))
     axes.set_xlim(-2.3, query + 1.8)
     axes.set_ylim(-1.3, 1.9)
@@ -142,8 +142,8 @@ def plot_patterns(before: torch.Tensor, after: torch.Tensor, letters: str,
     return figure
 
 
-@recipe("circuit", "the two heads of an induction circuit on the example, drawn")
-def circuit() -> Figure:
+@recipe("circuit_diagram", "the two heads of an induction circuit on the example, drawn")
+def circuit_diagram() -> Figure:
     return plot_circuit(EXAMPLE, EXAMPLE_QUERY)
 
 
