@@ -315,7 +315,13 @@ def test_help_exits_0(run):
         assert flag in out
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+def test_only_the_image_tasks_have_no_typed_input(run):
+    assert set(TASKS) - set(cli.INPUT_FORMATS) == {"digit-reading", "digit-pair"}
+    code, _, err = run("test", "digit-reading")
+    assert code == 2 and "invalid choice" in err
+
+
+@pytest.mark.parametrize("name", sorted(cli.INPUT_FORMATS))
 def test_each_task_says_what_its_input_is_with_an_example_it_accepts(run, name):
     code, out, _ = run("test", name, "--help")
     assert code == 0
@@ -348,7 +354,8 @@ def test_missing_model_names_the_command_that_trains_it(run, command):
 
 def test_missing_model_command_carries_every_non_default_setting(run):
     argv = ["--steps", "15", "--hidden", "6", "--seed", "3", "--lr", "0.05", "--batch-size", "20",
-            "--max-len", "7", "--vocab-size", "2", "--schedule", "constant"]
+            "--max-len", "7", "--vocab-size", "2", "--schedule", "constant",
+            "--optimizer", "radam"]
     code, _, err = run("eval", "counting", *argv, "--json", "--samples", "50")
     assert code == 1
     words = train_command_in(err)
@@ -358,7 +365,7 @@ def test_missing_model_command_carries_every_non_default_setting(run):
     settings = json.loads(out)["settings"]
     assert settings == {"steps": 15, "hidden": 6, "seed": 3, "lr": 0.05, "batch_size": 20,
                         "max_len": 7, "vocab_size": 2, "schedule": "constant",
-                        "start_token": False, "mixed_lengths": False}
+                        "optimizer": "radam", "start_token": False, "mixed_lengths": False}
 
 
 def test_missing_model_with_default_settings_suggests_the_plain_command(run):

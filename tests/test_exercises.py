@@ -28,7 +28,8 @@ def diagnose(name, function) -> str:
 def test_the_labs_exercises_are_all_there():
     assert set(NAMES) == {"additive_attention", "scaled_dot_product_attention", "causal_mask",
                           "split_heads", "merge_heads", "sinusoidal_encoding", "encoder_block",
-                          "decoder_mask", "online_step", "causal_average", "patchify"}
+                          "decoder_mask", "online_step", "causal_average", "patchify",
+                          "induction_score"}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -107,7 +107,8 @@ def test_every_mechanism_module_names_the_chapters_it_serves():
     """A learner opens a mechanism module beside its chapter: its docstring says which."""
     chapters = ('"RNN recap"', '"Bahdanau attention"', '"Queries, keys and values"',
                 '"Self-attention"', '"Positional encoding"', '"The Transformer"',
-                '"Train short, test long"', '"Attention at scale"', '"Attention over images"')
+                '"Train short, test long"', '"Attention at scale"', '"Attention over images"',
+                '"Induction heads"')
     missing = []
     for name, path in MODULES.items():
         if _layer(name) != "mechanisms" or name in ("attnprimer", "attnprimer.__main__"):

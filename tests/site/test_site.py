@@ -223,7 +223,8 @@ def test_the_home_page_shows_a_model_and_a_map_of_the_chapters(browser, base_url
 CHAPTERS_IN_ORDER = ["chapters/rnn-recap/", "chapters/bahdanau/", "chapters/qkv/",
                      "chapters/self-attention/", "chapters/positional-encoding/",
                      "chapters/transformer/", "chapters/length-generalisation/",
-                     "chapters/attention-at-scale/", "chapters/attention-over-images/"]
+                     "chapters/attention-at-scale/", "chapters/attention-over-images/",
+                     "chapters/induction-heads/"]
 
 
 # --- chapter code: the teaching lines, within the column ---------------------------------------

@@ -101,8 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="train what the cache lacks, then stop: no held-out scores")
     every.set_defaults(handler=_train_site_models)
 
-    _, subs = _task_commands(commands, "test", "show a trained model's prediction and attention")
-    for name, sub in zip(TASKS, subs, strict=True):
+    # test: the tasks whose input can be typed (the images chapter's canvases cannot)
+    _, subs = _task_commands(commands, "test", "show a trained model's prediction and attention "
+                             "(tasks whose input is text)", names=tuple(INPUT_FORMATS))
+    for name, sub in zip(INPUT_FORMATS, subs, strict=True):
         _add_checkpoint_flag(sub)
         form, example = INPUT_FORMATS[name]
         sub.add_argument(
@@ -150,19 +152,25 @@ INPUT_FORMATS: dict[str, tuple[str, str]] = {
     "reversal-transformer": ("1 to --max-len letters, no blanks", "HEADBADGE"),
     "copy-reverse": ("letters, no blanks; longer than --max-len is allowed", "ABCDEFGHAC"),
     "partners": ("each letter once, each with a digit", "D3 A7 C0 B2 E1 F5 H8 G4"),
+    "induction": ("1 to --max-len letters A-T, no blanks; repeat a part of it",
+                  "JQCMAETHSGCMAEKPL"),
 }
-"""What ``test --input`` takes for each task, and an example of it (the task's ``encode``)."""
+"""What ``test --input`` takes for each task, and an example of it (the task's ``encode``).
+The tasks of the images chapter are not here: their input is a canvas, not text, and ``test``
+does not offer them (``train`` and ``eval`` do)."""
 
 
-def _task_commands(commands, command: str, help: str):
-    """``attnprimer COMMAND TASK``: one sub-parser per task, each with its settings flags.
+def _task_commands(commands, command: str, help: str, names: tuple[str, ...] = tuple(TASKS)):
+    """``attnprimer COMMAND TASK``: one sub-parser per task of ``names``, each with its
+    settings flags.
 
     Returns the task sub-parsers' action (to add more choices) and the sub-parsers.
     """
     parser = commands.add_parser(command, help=help)
     tasks = parser.add_subparsers(dest="task", required=True, metavar="TASK", parser_class=_Parser)
     subs = []
-    for name, task_class in TASKS.items():
+    for name in names:
+        task_class = TASKS[name]
         sub = tasks.add_parser(name, help=task_class.description)
         _add_setting_flags(sub, task_class)
         subs.append(sub)

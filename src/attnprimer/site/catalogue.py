@@ -26,6 +26,7 @@ from attnprimer.tasks import (
     CountingTask,
     DifferenceTask,
     DigitReadingTask,
+    InductionTask,
     PartnersTask,
     ReversalTask,
     ReversalTransformerTask,
@@ -39,12 +40,13 @@ from attnprimer.training.train import TrainConfig, TrainedModel
 __all__ = [
     "COUNTING_EXAMPLE", "COUNTING_LENGTH_VARIANTS", "COUNTING_RECIPES", "DEEP_LAYERS", "DEEP_LR",
     "DEEP_NORM_CELLS", "DEEP_RADAM", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS",
-    "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS", "NORM_GRID_LRS",
-    "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS", "ORIGINAL_COUNTING_RECIPE",
-    "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS", "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS",
-    "REVERSAL_EXAMPLE", "ROTARY_SEEDS", "SEEDS", "SIGNAL_EXAMPLE", "SIGNAL_VARIANTS",
-    "SITE_MODELS", "TRANSFORMERS", "TRANSFORMER_STEPS", "VANILLA_BOTTLENECK",
-    "VANILLA_BOTTLENECK_STEPS", "SiteModel", "reversal_seeds", "site_model", "site_seeds",
+    "INDUCTION_LAYERS", "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS",
+    "NORM_GRID_LRS", "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS",
+    "ORIGINAL_COUNTING_RECIPE", "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS",
+    "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS", "REVERSAL_EXAMPLE", "ROTARY_SEEDS", "SEEDS",
+    "SIGNAL_EXAMPLE", "SIGNAL_VARIANTS", "SITE_MODELS", "TRANSFORMERS", "TRANSFORMER_STEPS",
+    "VANILLA_BOTTLENECK", "VANILLA_BOTTLENECK_STEPS", "SiteModel", "reversal_seeds", "site_model",
+    "site_seeds",
 ]
 
 SEEDS = (0, 1, 2)
@@ -224,6 +226,9 @@ ROTARY_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7)
 """Rotary is trained in eight seeds, not three: its first three were far apart beyond the
 training lengths, and three draws of so wide a spread cannot estimate its mean."""
 
+INDUCTION_LAYERS: tuple[int, ...] = (2, 1)
+"""Layers of the induction-heads chapter's attention-only models; one is the control."""
+
 NOPE_LONGER_STEPS = 3000
 """NoPE on reversal is also trained for twice the default steps: does the scheme that learns
 its training lengths last catch up with more training?"""
@@ -306,6 +311,9 @@ SITE_MODELS: tuple[SiteModel, ...] = (
       for seed in SEEDS),
     # attention-over-images: the patch reader, Bahdanau's decoder over an image's patches
     *(SiteModel.default(DigitReadingTask(), seed) for seed in SEEDS),
+    # induction-heads: attention-only models on repeated segments, two layers and one
+    *(SiteModel.default(InductionTask(layers=layers), seed)
+      for layers in INDUCTION_LAYERS for seed in SEEDS),
 )
 """Every trained model the site uses."""
 

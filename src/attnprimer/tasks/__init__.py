@@ -14,6 +14,7 @@ from attnprimer.tasks.counting import CountingTask
 from attnprimer.tasks.difference import DifferenceTask
 from attnprimer.tasks.digit_pair import DigitPairTask
 from attnprimer.tasks.digit_reading import DigitReadingTask
+from attnprimer.tasks.induction import InductionTask
 from attnprimer.tasks.partners import PartnersTask
 from attnprimer.tasks.reversal import ReversalTask
 from attnprimer.tasks.reversal_transformer import ReversalTransformerTask
@@ -28,6 +29,7 @@ __all__ = [
     "DifferenceTask",
     "DigitPairTask",
     "DigitReadingTask",
+    "InductionTask",
     "PartnersTask",
     "ReversalTask",
     "ReversalTransformerTask",
@@ -46,6 +48,7 @@ TASKS: dict[str, type[Task]] = {
     CopyReverseTask.name: CopyReverseTask,
     DigitReadingTask.name: DigitReadingTask,
     DigitPairTask.name: DigitPairTask,
+    InductionTask.name: InductionTask,
 }
 
 
@@ -59,7 +62,7 @@ def get_task(name: str, **settings: int | bool | str) -> Task:
         Traceback (most recent call last):
         ...
         ValueError: unknown task 'sorting'; known tasks: copy-reverse, counting, difference,
-        digit-pair, digit-reading, partners, reversal, reversal-transformer, signal
+        digit-pair, digit-reading, induction, partners, reversal, reversal-transformer, signal
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")

@@ -113,6 +113,8 @@ ARCHITECTURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("reversal-transformer", {"pre_norm": True}),
     ("reversal-transformer", {"architecture": "decoder-only", "pre_norm": True, "steps": 800}),
     ("copy-reverse", {}),
+    ("digit-reading", {}),
+    ("induction", {"layers": 2}),
 )
 """One site model of each kind the catalogue trains: task and settings, as
 [`site_model`][attnprimer.site.catalogue.site_model] takes them (the reversal task twice: the GRU

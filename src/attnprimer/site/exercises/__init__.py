@@ -31,6 +31,7 @@ from attnprimer.site.exercises import (
     attention_over_images,
     bahdanau,
     checker,
+    induction_heads,
     length_generalisation,
     positional_encoding,
     qkv,
@@ -43,7 +44,7 @@ __all__ = ["EXERCISES", "Case", "Exercise", "ExerciseError", "Mistake", "Passed"
            "diagnose"]
 
 _LABS = (bahdanau, qkv, self_attention, positional_encoding, transformer, length_generalisation,
-         attention_at_scale, attention_over_images)
+         attention_at_scale, attention_over_images, induction_heads)
 
 EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise for lab in _LABS for exercise in lab.EXERCISES}

@@ -30,6 +30,7 @@ from attnprimer.site.catalogue import (
 )
 from attnprimer.site.experiments.attention_at_scale import KINDS, block_kinds
 from attnprimer.site.experiments.attention_over_images import read
+from attnprimer.site.experiments.induction_heads import cached_curves, induction_models
 from attnprimer.site.experiments.length_curves import cached_accuracy_by_length
 from attnprimer.site.experiments.qkv import kernel_regression_toy
 from attnprimer.site.experiments.rnn_recap import decoder_curves
@@ -217,4 +218,22 @@ def map_attention_over_images() -> Figure:
     axes.tick_params(labelsize=8)
     axes.set_xlabel("column (pixels)")
     axes.set_ylabel("row")
+    return figure
+
+
+@recipe("map_induction_heads", "chapter map: the loss on a repeated segment over training, "
+        "with its sudden drop")
+def map_induction_heads() -> Figure:
+    figure, axes = small_figure()
+    for seed, trained in enumerate(induction_models(2)):
+        result = cached_curves(trained)
+        axes.plot(result.steps, result.first_loss, color=BLUE, lw=1,
+                  label="first occurrence" if seed == 0 else None)
+        axes.plot(result.steps, result.repeat_loss, color=ORANGE, lw=1,
+                  label="repeat" if seed == 0 else None)
+    axes.set_ylim(0, 3.6)
+    axes.set_xlabel("training step")
+    axes.set_ylabel("loss per letter")
+    axes.tick_params(labelsize=8)
+    axes.legend(fontsize=7, loc="lower left")
     return figure
