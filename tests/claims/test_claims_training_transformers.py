@@ -36,6 +36,7 @@ from attnprimer.site.figures.training_transformers import (
     step_dependences,
     trained_spreads,
 )
+from attnprimer.training.train import OPTIMIZERS
 
 ENCODER_DECODER = "Transformer (encoder-decoder)"
 
@@ -220,12 +221,12 @@ def test_at_six_blocks_radam_trains_post_ln_without_a_warm_up(radam, deep):
 def test_radam_changes_only_adams_first_steps():
     """'RAdam has Adam's settings; its first five steps are plain momentum steps, the
     learning rate times the gradient; from the sixth it divides by the gradient's size.'"""
-    adam, radam_defaults = torch.optim.Adam([torch.zeros(1)]).defaults, torch.optim.RAdam(
-        [torch.zeros(1)]).defaults
+    adam, radam_defaults = (OPTIMIZERS[name]([torch.zeros(1)], 0.01).defaults
+                            for name in ("adam", "radam"))
     for name in ("betas", "eps", "weight_decay"):
         assert adam[name] == radam_defaults[name]
     weights = torch.zeros(1, requires_grad=True)
-    optimizer = torch.optim.RAdam([weights], lr=0.01)
+    optimizer = OPTIMIZERS["radam"]([weights], 0.01)  # as train.py builds it
     moves = []
     for _ in range(6):
         before = weights.detach().clone()
@@ -240,7 +241,7 @@ def test_adams_first_update_is_about_the_learning_rate_whatever_the_gradient():
     # "Adam ... its first update moves every weight by about the learning rate, however large or
     # small that weight's gradient was (unless it is vanishingly small, below Adam's epsilon)"
     weights = torch.zeros(4, requires_grad=True)
-    optimizer = torch.optim.Adam([weights], lr=0.01, fused=True)  # as train.py builds it
+    optimizer = OPTIMIZERS["adam"]([weights], 0.01)  # as train.py builds it
     assert optimizer.defaults["eps"] == 1e-8
     weights.grad = torch.tensor([1e-4, 1.0, -100.0, 1e-12])
     optimizer.step()
