@@ -173,15 +173,20 @@ def signal_errors() -> str:
                 f"{percent(float(seen[8] / seen.sum()))} have a count of 8.")
 
 
+def _span(values) -> str:
+    """Whole numbers as their range, "lowest–highest", or one number when they agree."""
+    values = sorted(set(values))
+    return "–".join(map(str, sorted({values[0], values[-1]})))
+
+
 @recipe("signal_counts", "accuracy at each large count, drawn given the count, per model group")
 def signal_counts() -> str:
     counts, rows = range(6, 11), []
     for name in [*POSITIONAL_ENCODINGS[1:], *SIGNAL_VARIANTS]:
         results = [experiments.cached_accuracy_by_count(trained) for trained in signal_group(name)]
-        largest = sorted({int(max(result["largest"])) for result in results})
         rows.append([name, *(mean_range((result["accuracy"][count] for result in results), 0)
                              for count in counts),
-                     "–".join(map(str, sorted({largest[0], largest[-1]})))])
+                     _span(int(max(result["largest"])) for result in results)])
     return markdown_table(
         ["signal model", *(f"count {count}, %" for count in counts), "largest answer"], rows,
         align="l" + "r" * (len(counts) + 1),
@@ -291,8 +296,7 @@ def counting_counts() -> str:
                          for index in at)]
 
     def answers(index, name):  # the largest answer, the range over seeds
-        values = sorted({int(result["largest"][index]) for result in results[name]})
-        return "–".join(map(str, sorted({values[0], values[-1]})))
+        return _span(int(result["largest"][index]) for result in results[name])
 
     rows = [row("inputs with every count ≤&nbsp;10&nbsp;%", one, "small")]
     for name, trained in ((one, "10 tokens"), (mixed, "5 to 20 tokens")):
