@@ -1,14 +1,15 @@
-"""MkDocs hook: export the trained models the attention explorer runs in the browser.
+"""MkDocs hook: export the trained models the attention explorer's pages run in the browser.
 
-On each build, :func:`attnprimer.site.explorer.export.export_site` writes the weights of the
-site models the explorer runs (seed 0 of the counting, signal, difference, reversal and
-Transformer models: ``attnprimer.site.explorer.export.explorer_models``) into
-``.cache/attnprimer/generated/explorer/models.json``; a file that would not change is left as
-it is (and if neither the package's code nor those models changed, a stamp says so without
-importing torch). The export runs in a fresh process, so that under ``mkdocs serve`` a rebuild
-uses the code as edited, not the modules an earlier build imported. It joins the site as
-``assets/explorer/models.json``, which ``docs/javascripts/explorer.js`` fetches on the
-explorer page (``docs/explorer.md``).
+Each explorer page fetches one JSON file of weights. ``EXPORTS`` names, for each file, the
+function that writes it: it takes the file's path and returns whether it (re)wrote the file and
+the checkpoint files of the models it exported. The sequence page's is
+:func:`attnprimer.site.explorer.export.export_site` (seed 0 of the counting, signal,
+difference, reversal and Transformer models). Each file is written under
+``.cache/attnprimer/generated/explorer/`` and left as it is when it would not change; a stamp
+beside it records the package and the models it was made from, so that if neither changed, the
+build keeps it without importing torch. An export runs in a fresh process, so that under
+``mkdocs serve`` a rebuild uses the code as edited, not the modules an earlier build imported.
+Each file joins the site under ``assets/explorer/``.
 
 Listed after ``docs/hooks/figures.py`` in ``mkdocs.yml``: that hook trains every missing site
 model first, several at a time, so this one only loads them from the cache.
@@ -16,6 +17,7 @@ model first, several at a time, so this one only loads them from the cache.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from pathlib import Path
@@ -26,27 +28,32 @@ from mkdocs.structure.files import File, Files
 from attnprimer.training.fingerprints import current_outputs, record_outputs
 
 GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative to mkdocs.yml
-SITE_PATH = "assets/explorer/models.json"  # explorer.js fetches it from here
-STAMP = "models.stamp.json"  # beside models.json: the package and the models it was made from
+SITE_FOLDER = "assets/explorer"  # the pages' scripts fetch the files from here
+EXPORTS = {  # each file, and the function (module:name) that writes it
+    "models.json": "attnprimer.site.explorer.export:export_site",
+}
 
 log = logging.getLogger("mkdocs.hooks.explorer")
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    path = Path(config.config_file_path).resolve().parent / GENERATED / "models.json"
-    started = time.perf_counter()
-    stamp = path.with_name(STAMP)
-    if current_outputs(stamp) is None:  # else nothing changed: no torch
-        from attnprimer.site.explorer.export import export_site
-        from attnprimer.training.workers import run_in_processes
+    folder = Path(config.config_file_path).resolve().parent / GENERATED
+    for name, function in EXPORTS.items():
+        path = folder / name
+        started = time.perf_counter()
+        stamp = path.with_name(f"{path.stem}.stamp.json")
+        if current_outputs(stamp) is None:  # else nothing changed: no torch
+            from attnprimer.training.workers import run_in_processes
 
-        # A fresh process: under mkdocs serve this one keeps the modules of an earlier build,
-        # and the models the stamp records come from it too.
-        [(written, models)] = run_in_processes(export_site, [path], workers=1)
-        record_outputs(stamp, inputs=models, outputs=[path])
-    else:
-        written = False
-    log.info("explorer: %s %s (%.0f kB) in %.1f s", "wrote" if written else "kept", path,
-             path.stat().st_size / 1000, time.perf_counter() - started)
-    files.append(File.generated(config, SITE_PATH, abs_src_path=str(path)))
+            module, _, attribute = function.partition(":")
+            export = getattr(importlib.import_module(module), attribute)
+            # A fresh process: under mkdocs serve this one keeps the modules of an earlier
+            # build, and the models the stamp records come from it too.
+            [(written, models)] = run_in_processes(export, [path], workers=1)
+            record_outputs(stamp, inputs=models, outputs=[path])
+        else:
+            written = False
+        log.info("explorer: %s %s (%.0f kB) in %.1f s", "wrote" if written else "kept", path,
+                 path.stat().st_size / 1000, time.perf_counter() - started)
+        files.append(File.generated(config, f"{SITE_FOLDER}/{name}", abs_src_path=str(path)))
     return files
