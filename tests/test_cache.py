@@ -359,7 +359,20 @@ def test_a_package_experiment_is_keyed_on_its_module(tiny, monkeypatch):
     from attnprimer.site.experiments.difference_model import mean_self_attention
 
     assert cache_module._code_of(mean_self_attention) == fingerprints.fingerprint(
-        "attnprimer.site.experiments.difference_model")
+        "attnprimer.site.experiments.difference_model", leaves=["attnprimer.training.model_cache"])
+
+
+def test_a_result_is_not_keyed_on_tasks_its_code_does_not_import():
+    """Loading a checkpoint names every task; a machine measurement must not re-key (and be
+    measured again) when a task it never runs is edited, but an experiment must when the task
+    it imports is."""
+    measured = fingerprints.dependencies("attnprimer.site.experiments.kv_cache",
+                                         leaves=["attnprimer.training.model_cache"])
+    assert "attnprimer.training.model_cache" in measured
+    assert not any(name.startswith("attnprimer.tasks.digit") for name in measured)
+    assert "attnprimer.tasks.digit_reading" in fingerprints.dependencies(
+        "attnprimer.site.experiments.attention_over_images",
+        leaves=["attnprimer.training.model_cache"])
 
 
 def test_a_damaged_cached_result_is_computed_again(tiny, temporary_cache):

@@ -171,12 +171,13 @@ def _read(name: str) -> tuple[str, frozenset[str]]:
     return _parsed(path, (status.st_mtime_ns, status.st_size))
 
 
-def dependencies(*modules: str) -> tuple[str, ...]:
+def dependencies(*modules: str, leaves: Iterable[str] = ()) -> tuple[str, ...]:
     """``modules`` and every package module they import, directly or not, sorted.
 
     A package's ``__init__`` counts when it is imported by name (``from attnprimer.tasks
     import X``), not when one of its submodules is (``from attnprimer.tasks.base import X``):
-    what a model is built from is what its code names.
+    what a model is built from is what its code names. A module in ``leaves`` counts, but what
+    it imports does not, unless something else imports it too.
 
     Examples:
         >>> deps = dependencies("attnprimer.tasks.counting")
@@ -184,7 +185,11 @@ def dependencies(*modules: str) -> tuple[str, ...]:
         (True, False)
         >>> "attnprimer.positional" in dependencies("attnprimer.tasks.signal")
         True
+        >>> cache = "attnprimer.training.model_cache"
+        >>> "attnprimer.tasks.signal" in dependencies(cache), dependencies(cache, leaves=[cache])
+        (True, ('attnprimer.training.model_cache',))
     """
+    leaves = frozenset(leaves)
     seen: set[str] = set()
     waiting = list(modules)
     while waiting:
@@ -194,13 +199,16 @@ def dependencies(*modules: str) -> tuple[str, ...]:
         if module_path(name) is None:
             raise ValueError(f"{name!r} is not a module of the {PACKAGE} package")
         seen.add(name)
-        waiting.extend(_read(name)[1])
+        if name not in leaves:
+            waiting.extend(_read(name)[1])
     _save_parses()
     return tuple(sorted(seen))
 
 
-def fingerprint(*modules: str) -> str:
-    """A hash of the code of ``modules`` and of everything they import from the package.
+def fingerprint(*modules: str, leaves: Iterable[str] = ()) -> str:
+    """A hash of the code of ``modules`` and of everything they import from the package (but
+    not of what the modules in ``leaves`` import:
+    [`dependencies`][attnprimer.training.fingerprints.dependencies]).
 
     Examples:
         >>> fingerprint("attnprimer.masks") == fingerprint("attnprimer.masks")
@@ -209,7 +217,7 @@ def fingerprint(*modules: str) -> str:
         False
     """
     digest = hashlib.sha256()
-    for name in dependencies(*modules):
+    for name in dependencies(*modules, leaves=leaves):
         digest.update(name.encode())
         digest.update(_read(name)[0].encode())
     return digest.hexdigest()

@@ -210,9 +210,14 @@ def cached_evaluation(trained: TrainedModel, samples: int = 10_000,
 
 def _code_of(function: Callable) -> str:
     """The fingerprint of a package function's module (and its imports); elsewhere, of its
-    own source."""
+    own source.
+
+    This module counts among the imports, but not what it imports: loading a checkpoint names
+    every task, and the model's own code is in its cache key already. So an edit to one task
+    re-keys the results of its own models, not every machine measurement and experiment.
+    """
     if module_path(function.__module__) is not None:
-        return fingerprint(function.__module__)
+        return fingerprint(function.__module__, leaves=[__name__])
     return hashlib.sha256(code_fingerprint(
         textwrap.dedent(inspect.getsource(function))).encode()).hexdigest()
 
