@@ -10,7 +10,11 @@ import pytest
 import torch
 
 from attnprimer.site.catalogue import site_seeds
-from attnprimer.site.experiments.attention_over_images import cached_reading, read
+from attnprimer.site.experiments.attention_over_images import (
+    cached_blanking_by_step,
+    cached_reading,
+    read,
+)
 from attnprimer.site.figures.attention_over_images import example_canvas
 from attnprimer.tasks.digit_reading import END
 
@@ -78,3 +82,20 @@ def test_a_moved_digit_is_still_read_and_the_map_follows_it(readings):
 def test_swapped_digits_are_read_in_their_new_order(readings):
     # "Swapped digits are read in their new order"
     assert all(reading.swapped > 0.8 for reading in readings), readings
+
+
+def test_blanking_at_every_digit_step_changes_that_digit_and_spares_the_earlier_ones(readers):
+    # "Blank the patches holding 80 % of one later step's weight, and that step's digit changes
+    # as often as the first step's did, while the digits before it are nearly always still read
+    # as before ... The control, blanked at a later step, often hits an earlier digit"
+    for trained in readers:
+        steps = cached_blanking_by_step(trained)
+        assert [step.step for step in steps] == [0, 1, 2, 3]
+        assert steps[0].blanked_changes == cached_reading(trained).blanked_changes
+        for step in steps:
+            assert step.canvases >= 400, step  # enough canvases with a digit there
+            assert step.blanked_changes >= steps[0].blanked_changes - 0.05, step
+            assert step.blanked_changes > 3 * step.control_changes, step
+            assert step.blanked_kept > 0.95, step
+        for step in steps[1:]:
+            assert step.control_kept < step.blanked_kept - 0.15, step

@@ -9,7 +9,9 @@ model (three seeds on the page) and works on held-out canvases, built only from 
   much of each digit step's attention falls on that digit's 8 x 8 square;
 * the interventions, on the canvases the model reads right: blank the patches a step attends to
   most (their pixels set to the background, 0) and, as the control, as many other inked
-  patches; move one digit to another height; swap the images of the first two digits.
+  patches; move one digit to another height; swap the images of the first two digits;
+* [`blanking_by_step`][attnprimer.site.experiments.attention_over_images.blanking_by_step]: the
+  blanking again, at every digit step, not only the first.
 
 Shape legend: B batch, K digit slots, T output steps, N patches, Hi x Wi canvas.
 """
@@ -26,7 +28,8 @@ from attnprimer.tasks.digit_reading import DigitReadingTask
 from attnprimer.training.model_cache import cached_result
 from attnprimer.training.train import TrainedModel, held_out_generator
 
-__all__ = ["BLANKED_WEIGHT", "SAMPLES", "ImageReading", "cached_reading", "digit_weight",
+__all__ = ["BLANKED_WEIGHT", "SAMPLES", "ImageReading", "StepBlanking", "blanking_by_step",
+           "cached_blanking_by_step", "cached_reading", "control_patches", "digit_weight",
            "read", "reading", "top_patches"]
 
 SAMPLES = 2000
@@ -70,6 +73,19 @@ def _blank(task: DigitReadingTask, canvases: torch.Tensor, patches: torch.Tensor
     cut = patchify(canvases, task.patch)  # (B, N, P*P)
     cut = cut.masked_fill(patches[..., None], 0.0)
     return unpatchify(cut, task.height, task.width)
+
+
+def control_patches(task: DigitReadingTask, canvases: torch.Tensor,
+                    attended: torch.Tensor) -> torch.Tensor:
+    """(B, N) bool: as many inked patches as ``attended`` holds (or all there are), drawn at
+    random (a fixed seed) among the inked patches outside it: the control for blanking."""
+    inked = patchify(canvases, task.patch).amax(dim=-1) > 0  # (B, N)
+    elsewhere = inked & ~attended
+    noise = torch.rand(attended.shape, generator=torch.Generator().manual_seed(0))
+    score = torch.where(elsewhere, noise, -1.0)
+    count = attended.sum(dim=1, keepdim=True).clamp(max=elsewhere.sum(dim=1, keepdim=True))
+    rank = score.argsort(dim=1, descending=True).argsort(dim=1)
+    return elsewhere & (rank < count)
 
 
 @dataclass(frozen=True)
@@ -118,14 +134,7 @@ def reading(trained: TrainedModel, samples: int = SAMPLES) -> ImageReading:
     first = weights[:, 0]  # step 0's map: (B, N)
     attended = top_patches(first)  # (B, N)
     blanked, _ = read(trained, _blank(task, canvases, attended))
-    inked = patchify(canvases, task.patch).amax(dim=-1) > 0  # (B, N)
-    # The control: inked patches the step gives little weight, as many as were blanked.
-    elsewhere = inked & ~attended
-    noise = torch.rand(first.shape, generator=torch.Generator().manual_seed(0))
-    score = torch.where(elsewhere, noise, -1.0)
-    count = attended.sum(dim=1, keepdim=True).clamp(max=elsewhere.sum(dim=1, keepdim=True))
-    rank = score.argsort(dim=1, descending=True).argsort(dim=1)
-    control, _ = read(trained, _blank(task, canvases, elsewhere & (rank < count)))
+    control, _ = read(trained, _blank(task, canvases, control_patches(task, canvases, attended)))
 
     # Move the first digit to another height (the farthest it can go).
     y = layout.y.clone()
@@ -154,6 +163,63 @@ def reading(trained: TrainedModel, samples: int = SAMPLES) -> ImageReading:
         moved_follows=follows[same].float().mean().item(),
         swapped=task.correct(swapped, swap_targets).all(dim=1).float().mean().item(),
         canvases=len(keep))
+
+
+@dataclass(frozen=True)
+class StepBlanking:
+    """Blanking what one output step looks at, on the canvases read right that have a digit
+    there.
+
+    A blanking that changes an earlier digit sends the reading down another path, so the
+    shares that change are taken over the canvases whose earlier digits are all still read as
+    before; ``blanked_kept`` and ``control_kept`` say how many those are.
+
+    Attributes:
+        step: the output step, which writes digit ``step`` (counted from 0).
+        canvases: how many right readings have a digit at that step.
+        blanked_changes: after blanking the patches holding 80 % of the step's weight, the
+            share whose digit at that step changes.
+        control_changes: the same after blanking as many other inked patches instead.
+        blanked_kept: the share of ``canvases`` whose earlier digits survive the blanking.
+        control_kept: the share whose earlier digits survive the control's.
+    """
+
+    step: int
+    canvases: int
+    blanked_changes: float
+    control_changes: float
+    blanked_kept: float
+    control_kept: float
+
+
+def blanking_by_step(trained: TrainedModel, samples: int = SAMPLES) -> list[StepBlanking]:
+    """Blank what each digit step looks at, one step at a time, on canvases read right."""
+    task: DigitReadingTask = trained.task
+    layout = task.layout(samples, held_out_generator())
+    canvases = task.paint(layout)
+    predictions, weights = read(trained, canvases)  # (B, T), (B, T, N)
+    right = task.correct(predictions, task.targets_of(layout)).all(dim=1)  # (B,)
+    results = []
+    for step in range(layout.image.shape[1]):
+        keep = right & (layout.count > step)
+        before, page = predictions[keep], canvases[keep]
+        attended = top_patches(weights[keep, step])  # (B, N)
+        shares = []
+        for patches in (attended, control_patches(task, page, attended)):
+            after, _ = read(trained, _blank(task, page, patches))
+            kept = (after[:, :step] == before[:, :step]).all(dim=1)  # (B,)
+            changed = after[kept, step] != before[kept, step]
+            shares += [changed.float().mean().item(), kept.float().mean().item()]
+        results.append(StepBlanking(step, int(keep.sum()), shares[0], shares[2], shares[1],
+                                    shares[3]))
+    return results
+
+
+def cached_blanking_by_step(trained: TrainedModel) -> list[StepBlanking]:
+    """:func:`blanking_by_step`, computed once per model and code version."""
+    return cached_result(blanking_by_step, trained,
+                         encode=lambda steps: [asdict(step) for step in steps],
+                         decode=lambda data: [StepBlanking(**step) for step in data])
 
 
 def cached_reading(trained: TrainedModel) -> ImageReading:

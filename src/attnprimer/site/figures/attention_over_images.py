@@ -15,7 +15,11 @@ from matplotlib.figure import Figure
 
 from attnprimer.patches import patchify
 from attnprimer.site.catalogue import site_seeds
-from attnprimer.site.experiments.attention_over_images import cached_reading, read
+from attnprimer.site.experiments.attention_over_images import (
+    cached_blanking_by_step,
+    cached_reading,
+    read,
+)
 from attnprimer.site.figures.diagrams import arrow, box, canvas, frame, legend
 from attnprimer.site.figures.plotting import HEATMAP, ORANGE
 from attnprimer.site.figures.recipes import recipe
@@ -213,6 +217,28 @@ def interventions_table() -> str:
         caption="On the held-out canvases each model reads wholly right; mean over three "
                 "trained models, then the lowest and highest. Blanking sets a patch's 16 "
                 "pixels to the background (0).")
+
+
+@recipe("blanking_by_step", "blanking what each digit step looks at, step by step")
+def blanking_by_step() -> str:
+    runs = [cached_blanking_by_step(trained) for trained in reader_models()]  # seed, then step
+
+    def share(step: int, field: str) -> str:
+        return mean_range([getattr(run[step], field) for run in runs])
+
+    rows = [[str(step), str(min(run[step].canvases for run in runs)),
+             share(step, "blanked_changes"), share(step, "control_changes"),
+             share(step, "blanked_kept"), share(step, "control_kept")]
+            for step in range(len(runs[0]))]
+    return markdown_table(
+        ["digit step", "canvases (fewest)", "blanked: its digit changes (%)",
+         "control: changes (%)", "blanked: earlier digits kept (%)",
+         "control: earlier digits kept (%)"],
+        rows, align="rrrrrr",
+        caption="On the held-out canvases each model reads wholly right and that have a digit "
+                "at the step; mean over three trained models, then the lowest and highest. "
+                "The changes count only canvases whose earlier digits were still read as "
+                "before.")
 
 
 @recipe("reader_diagram", "the patch reader: patches, one self-attention block, the Bahdanau "
