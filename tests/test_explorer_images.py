@@ -9,6 +9,8 @@ Tiny models only (trained for a step inside the test); the site's model and the 
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -25,7 +27,9 @@ from attnprimer.site.explorer.images import (
 )
 from attnprimer.tasks.digit_canvas import digit_images
 from attnprimer.tasks.digit_reading import DigitReadingTask
+from attnprimer.training.model_cache import cached_path
 from attnprimer.training.train import TrainConfig, held_out_generator, train
+from docs_hooks import load_hook
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +102,16 @@ def test_the_file_is_deterministic_and_keeps_an_old_score_only_for_the_same_weig
     assert calls == [1, 1]
     example = decode_canvas(data["example"]["canvas"], 16, 40)
     assert example.sum() > 0 and len(data["example"]["digits"]) == 4
+
+
+def test_the_hook_writes_the_pages_file_and_names_its_checkpoint(monkeypatch, tmp_path):
+    hook = load_hook("explorer")
+    module, _, name = hook.EXPORTS["attention-over-images.json"].partition(":")
+    assert getattr(importlib.import_module(module), name) is images.export_site
+    monkeypatch.setattr(images, "images_data", lambda previous: {"format": 1, "old": previous})
+    path = tmp_path / "explorer" / "attention-over-images.json"
+    model = images.images_model()
+    assert images.export_site(path) == (True, [cached_path(model.task, model.config)])
+    assert path.read_text() == '{"format":1,"old":null}\n'
+    assert images.export_site(path) == (True, [cached_path(model.task, model.config)])
+    assert path.read_text() == '{"format":1,"old":{"format":1,"old":null}}\n'

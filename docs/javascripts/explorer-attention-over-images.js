@@ -27,6 +27,7 @@
   let levels; // the canvas: (Hi, Wi) levels 0 to 16
   const blanked = new Set(); // the patches set to the background, numbered row by row
   const maps = []; // per output step: {figure, caption, background, cells}
+  let drawPreview = () => {}; // the chosen held-out scan, drawn small
 
   /* ---- The canvas as levels, and as text ------------------------------------------------ */
 
@@ -202,6 +203,7 @@
   // Reads the canvas again and shows what the model wrote and where each step looked.
   function update() {
     paint();
+    drawPreview(); // in the scheme's colours too
     const input = modelInput();
     const { predictions, weights } = reader.read(model, input);
     const { words, text } = written(predictions);
@@ -281,6 +283,7 @@
       get("which").max = String(ofDigit(Number(digit.value)).length);
       drawLevels(get("preview"), decode(digits.images[chosenImage()], DIGIT, DIGIT), false);
     };
+    drawPreview = preview;
     get("row").max = String(model.height - DIGIT);
     get("column").max = String(model.width - DIGIT);
     digit.addEventListener("change", preview);
