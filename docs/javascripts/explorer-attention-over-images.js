@@ -288,12 +288,38 @@
     get("column").max = String(model.width - DIGIT);
     digit.addEventListener("change", preview);
     get("which").addEventListener("input", preview);
+    const clamp = (node) => Math.min(Number(node.max), Math.max(0, Math.round(Number(node.value)) || 0));
     get("place").addEventListener("click", () => {
-      const clamp = (node) => Math.min(Number(node.max), Math.max(0, Math.round(Number(node.value)) || 0));
       place(chosenImage(), clamp(get("row")), clamp(get("column")));
       changed();
     });
+    dragging(get("preview"), get("canvas"), (row, column) => {
+      get("row").value = String(row);
+      get("column").value = String(column);
+      get("row").value = String(clamp(get("row")));
+      get("column").value = String(clamp(get("column")));
+      get("place").click();
+    });
     preview();
+  }
+
+  // Drag the scan's preview onto the canvas and let go: it is placed centred where it was let
+  // go, the fields set to that place, as if they had been typed.
+  function dragging(tile, canvas, drop) {
+    tile.addEventListener("pointerdown", (event) => {
+      tile.setPointerCapture(event.pointerId);
+      tile.classList.add("images-dragged");
+      event.preventDefault();
+    });
+    tile.addEventListener("pointerup", (event) => {
+      tile.classList.remove("images-dragged");
+      const box = canvas.getBoundingClientRect();
+      const [x, y] = [event.clientX - box.left, event.clientY - box.top];
+      if (x < 0 || y < 0 || x > box.width || y > box.height) return; // not on the canvas
+      drop(Math.round(y / box.height * model.height - DIGIT / 2),
+           Math.round(x / box.width * model.width - DIGIT / 2));
+    });
+    tile.addEventListener("pointercancel", () => tile.classList.remove("images-dragged"));
   }
 
   /* ---- Start ------------------------------------------------------------------------------- */

@@ -159,6 +159,28 @@ def test_a_link_reopens_a_canvas_with_its_blanked_patches(visit, trained):
     assert visited.console_errors == [], visited.console_errors
 
 
+def test_a_scan_dragged_onto_the_canvas_lands_where_it_was_let_go(visit, trained):
+    visited = _open(visit)
+    page = visited.page
+    page.click("#images-clear")
+    page.select_option("#images-digit", "3")
+    page.fill("#images-which", "2")
+    start = page.locator("#images-preview").bounding_box()
+    box = page.locator("#images-canvas").bounding_box()
+    page.mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
+    page.mouse.down()
+    # let go over pixel (8.2, 20.3): the scan's centre goes there, its corner to (4, 16)
+    page.mouse.move(box["x"] + box["width"] * 20.3 / 40, box["y"] + box["height"] * 8.2 / 16,
+                    steps=10)
+    page.mouse.up()
+    assert (page.input_value("#images-row"), page.input_value("#images-column")) == ("4", "16")
+    images, labels = digit_images("held-out")
+    expected = torch.zeros(16, 40)
+    expected[4:12, 16:24] = images[(labels == 3).nonzero()[1, 0]]
+    _compare(page.evaluate(READ_PAGE), trained, expected, [], "a dragged scan")
+    assert visited.console_errors == [], visited.console_errors
+
+
 def test_nothing_overflows_sideways_on_a_phone(browser, base_url):
     page = browser.new_page(viewport={"width": 390, "height": 844})
     try:
