@@ -264,6 +264,6 @@ window.attnprimerModels = (function () {
     return names;
   }
 
-  return { countingForward, differenceForward, headNames, reversalForward, signalForward,
-           transformerForward };
+  return { countingForward, differenceForward, encoderBlock, headNames, reversalForward,
+           signalForward, transformerForward };
 })();
