@@ -4,7 +4,9 @@ Each explorer page fetches one JSON file of weights. ``EXPORTS`` names, for each
 function that writes it: it takes the file's path and returns whether it (re)wrote the file and
 the checkpoint files of the models it exported. The sequence page's is
 :func:`attnprimer.site.explorer.export.export_site` (seed 0 of the counting, signal,
-difference, reversal and Transformer models). Each file is written under
+difference, reversal and Transformer models); the induction-heads page's is
+:func:`attnprimer.site.explorer.induction.export_site` (the two-layer induction model at a set
+of its training snapshots). Each file is written under
 ``.cache/attnprimer/generated/explorer/`` and left as it is when it would not change; a stamp
 beside it records the package and the models it was made from, so that if neither changed, the
 build keeps it without importing torch. An export runs in a fresh process, so that under
@@ -31,6 +33,7 @@ GENERATED = Path(".cache") / "attnprimer" / "generated" / "explorer"  # relative
 SITE_FOLDER = "assets/explorer"  # the pages' scripts fetch the files from here
 EXPORTS = {  # each file, and the function (module:name) that writes it
     "models.json": "attnprimer.site.explorer.export:export_site",
+    "induction-heads.json": "attnprimer.site.explorer.induction:export_site",
 }
 
 log = logging.getLogger("mkdocs.hooks.explorer")
