@@ -107,12 +107,15 @@ def _export_checkpoint(trained: TrainedModel, curves: Curves, step: int) -> dict
             "weights": {name: encode_array(value) for name, value in model.state_dict().items()}}
 
 
-def induction_data(trained: TrainedModel | None = None) -> dict[str, Any]:
+def induction_data(trained: TrainedModel | None = None,
+                   curves: Curves | None = None) -> dict[str, Any]:
     """Everything the page needs, as one JSON-ready dict.
 
     Args:
         trained: a two-layer model of [`InductionTask`][attnprimer.tasks.induction.InductionTask];
             by default the site's seed 0, from the cache.
+        curves: its scores at every snapshot; by default the chapter's
+            ([`cached_curves`][attnprimer.site.experiments.induction_heads.cached_curves]).
 
     Returns:
         The task's settings, the model's shape, its previous-token and induction heads, the
@@ -126,7 +129,7 @@ def induction_data(trained: TrainedModel | None = None) -> dict[str, Any]:
     task = trained.task
     if not isinstance(task, InductionTask) or task.layers != 2:
         raise TypeError(f"expected a two-layer induction model, got {task}")
-    curves = cached_curves(trained)
+    curves = cached_curves(trained) if curves is None else curves
     drop = drop_step(curves)
     previous, induction = heads_of(curves)
     held = held_out_pairs(task.vocab_size)
