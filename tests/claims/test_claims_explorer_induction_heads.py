@@ -51,7 +51,7 @@ def _run(trained, step: int, text: str, off=()):
 
 def _repeat_right(trained, step: int, off=()) -> int:
     """How many of the example's predictions inside the repeat are right."""
-    first, repeat, length = find_repeat(EXAMPLE)
+    _, repeat, length = find_repeat(EXAMPLE)
     predictions, _ = _run(trained, step, EXAMPLE, off)
     tokens = trained.task.encode(EXAMPLE)
     return sum(int(predictions[t]) == int(tokens[t + 1])
