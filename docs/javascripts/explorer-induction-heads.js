@@ -95,8 +95,7 @@
   // inside the repeat (the predictions copying can get right).
   function predictionStrip(text, predictions, copyable) {
     const table = element("table", { class: "explorer-strip" });
-    table.append(element("caption", { text: "Each letter, and the letter the model predicts " +
-                                            "comes next" }));
+    table.append(element("caption", { text: "Next-letter predictions" }));
     const row = (label, cells) => element("tr", {}, element("th", { scope: "row", text: label }),
                                            ...cells);
     table.append(element("thead", {}, row("position",
@@ -119,9 +118,10 @@
       });
     })));
     table.append(body);
-    const legend = element("p", { class: "explorer-legend", text: "Green: right; red: wrong; " +
-      "grey: the letter after the last one, not typed. Boxed: inside the repeat, where " +
-      "copying from the first occurrence gets the next letter right." });
+    const legend = element("p", { class: "explorer-legend", text: "Under each letter, the " +
+      "letter the model predicts comes next. Green: right; red: wrong; grey: after the last " +
+      "letter, not typed. Outlined: inside the repeat, where copying from the first " +
+      "occurrence gets the next letter right." });
     return element("div", { class: "explorer-scroll" }, table, legend);
   }
 
@@ -211,7 +211,7 @@
           `${fixed(repeat.loss)} nats a letter; in its first occurrence, ` +
           `${share(first.right, first.count)}, at ${fixed(first.loss)}. ` +
           `Head ${headSelect.value} puts ${fixed(score)} of its weight, on average, on the ` +
-          "boxed cells below.";
+          "outlined cells of its heatmap, the letters to copy.";
       } else {
         Object.keys(readout.dataset).forEach((key) => { delete readout.dataset[key]; });
         readout.textContent = "No segment of two letters or more appears twice in what is " +
@@ -220,9 +220,7 @@
       const isOff = switches[shownHead].checked;
       const map = page.heatmap(headWeights, {
         name: shownHead,
-        caption: `Head ${headSelect.value}${role(shownHead)} at step ${step}` +
-          (isOff ? " (switched off: its weights are computed, but what it reads no longer " +
-                   "reaches the output)" : ""),
+        caption: `Head ${headSelect.value}, step ${step.toLocaleString("en")}`,
         corner: "query ↓ key →",
         rowLabels: [...text].map((letter, t) => `${t} ${letter}`),
         columnLabels: page.positions(text),
@@ -234,7 +232,11 @@
         cell.dataset.target = "true";
         cell.title += " (the letter to copy)";
       }
-      ui.attention.replaceChildren(map);
+      const about = element("p", { class: "explorer-hint", text: `Head ${headSelect.value}` +
+        `${role(shownHead)}: where each letter (a row) looks among the letters up to it.` +
+        (isOff ? " It is switched off: its weights are computed, but what it reads no longer " +
+                 "reaches the output." : "") });
+      ui.attention.replaceChildren(about, map);
     };
 
     generateButton.addEventListener("click", () => {
