@@ -91,38 +91,42 @@
 
   /* ---- Drawing ------------------------------------------------------------------------------ */
 
-  // The letters, and under each the model's next letter: right or wrong, and whether it is
-  // inside the repeat (the predictions copying can get right).
+  // The letters, each with its position above and the model's next letter below: right or
+  // wrong, and whether it is inside the repeat (the predictions copying can get right). A row
+  // of small boxes that wraps, so that a phone shows all 31 without scrolling sideways.
   function predictionStrip(text, predictions, copyable) {
-    const table = element("table", { class: "explorer-strip" });
-    table.append(element("caption", { text: "Next-letter predictions" }));
-    const row = (label, cells) => element("tr", {}, element("th", { scope: "row", text: label }),
-                                           ...cells);
-    table.append(element("thead", {}, row("position",
-      [...text].map((_, t) => element("th", { scope: "col", text: String(t) })))));
-    const body = element("tbody");
-    body.append(row("letter", [...text].map((letter) => element("td", { text: letter }))));
-    body.append(row("next →", predictions.map(({ prediction, probability, truth }, t) => {
+    const small = (className, content) => element("span", { class: className, text: content });
+    const strip = element("ol", { class: "explorer-strip", start: "0",
+                                  "aria-label": "each letter and the next letter predicted" });
+    strip.append(element("li", { class: "explorer-strip-key", "aria-hidden": "true" },
+                         small("explorer-position", "position"), small("explorer-letter", "letter"),
+                         small("explorer-next", "next →")));
+    predictions.forEach(({ prediction, probability, truth }, t) => {
       const known = truth !== null;
       const right = known && prediction === truth;
       const said = prediction === 0 ? "_" : letterOf(prediction); // 0: the blank
-      return element("td", {
+      const verdict = known ? (right ? "right" : `wrong, the next is ${letterOf(truth)}`)
+        : "not typed yet";
+      strip.append(element("li", {
+        class: copyable.includes(t) ? "explorer-copyable" : null,
+        title: `position ${t}, ${text[t]}: predicts ${said} (probability ` +
+               `${probability.toFixed(3)}), ${verdict}`,
+      }, small("explorer-position", String(t)), small("explorer-letter", text[t]),
+      element("span", {
         "data-prediction": String(prediction), "data-probability": String(probability),
         "data-truth": known ? String(truth) : null,
         "data-copyable": copyable.includes(t) ? "true" : null,
-        class: [known ? (right ? "explorer-right" : "explorer-wrong") : "explorer-unknown",
-                copyable.includes(t) ? "explorer-copyable" : ""].join(" ").trim(),
-        title: `after position ${t}: ${said}, probability ${probability.toFixed(3)}` +
-               (known ? (right ? " (right)" : ` (wrong: ${letterOf(truth)})`) : " (not typed yet)"),
+        class: "explorer-next " +
+               (known ? (right ? "explorer-right" : "explorer-wrong") : "explorer-unknown"),
         text: said,
-      });
-    })));
-    table.append(body);
+      })));
+    });
     const legend = element("p", { class: "explorer-legend", text: "Under each letter, the " +
       "letter the model predicts comes next. Green: right; red: wrong; grey: after the last " +
       "letter, not typed. Outlined: inside the repeat, where copying from the first " +
       "occurrence gets the next letter right." });
-    return element("div", { class: "explorer-scroll" }, table, legend);
+    return element("div", {}, element("p", { class: "explorer-strip-title",
+                                              text: "Next-letter predictions" }), strip, legend);
   }
 
   let letterOf = (token) => String(token); // set from the data: token -> its letter
@@ -205,7 +209,8 @@
         Object.assign(readout.dataset, { repeatLoss: repeat.loss, repeatRight: repeat.right,
                                          repeatCount: repeat.count, firstLoss: first.loss,
                                          score });
-        readout.textContent = `The repeat: ${text.slice(found.repeat, found.repeat + found.length)}` +
+        const segment = text.slice(found.repeat, found.repeat + found.length);
+        readout.textContent = `The repeat: ${segment}` +
           ` at ${found.first} and at ${found.repeat}. Inside it the model gets ` +
           `${share(repeat.right, repeat.count)} next letters right, at a loss of ` +
           `${fixed(repeat.loss)} nats a letter; in its first occurrence, ` +
@@ -261,7 +266,8 @@
         names.forEach((name) => { switches[name].checked = named.includes(name.slice(6)); });
       },
     };
-    page.register("induction", induction, [ui.input, slider, headSelect, ...Object.values(switches)]);
+    page.register("induction", induction,
+                  [ui.input, slider, headSelect, ...Object.values(switches)]);
     return induction;
   }
 
