@@ -11,6 +11,8 @@ its sequence generator, links, a phone-sized viewport, the keyboard.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from torch.nn import functional as F
@@ -126,31 +128,39 @@ def test_the_page_computes_what_pytorch_computes(explorer, trained):
     assert explorer.console_errors == [], explorer.console_errors
 
 
+def _has_segment_along(text: str, kind: torch.Tensor, alphabet: str) -> bool:
+    """Whether three letters or more stand twice in ``text``, without overlapping, each step
+    from one to the next a pair that ``kind`` (V + 1, V + 1) allows (never a letter twice)."""
+    steps = [bool(kind[alphabet.index(a), alphabet.index(b)]) and a != b
+             for a, b in itertools.pairwise(text)]  # steps[i]: text[i] -> text[i + 1]
+    for repeat in range(len(text)):
+        for first in range(repeat):
+            length = 0
+            while (first + length < repeat and repeat + length < len(text)
+                   and text[first + length] == text[repeat + length]):
+                length += 1
+            if any(steps[start] and steps[start + 1] for start in range(first, first + length - 2)):
+                return True
+    return False
+
+
 def test_generated_sequences_have_a_repeat_along_the_pairs_asked_for(explorer, trained):
+    """The segment is 4 to 12 letters; the 32nd letter is cut, so at least 3 are shown. A
+    chance repeat elsewhere may be as long, so the test looks for the segment, not for what
+    find_repeat picks."""
     task, page = trained.task, explorer.page
     held = held_out_pairs(task.vocab_size)
     for held_out in (False, True):
         page.set_checked("#induction-pairs", held_out)
-        inside, allowed = 0, 0
         for _ in range(30):
             page.click("#induction-generate")
             text = page.input_value("#induction-input")
             assert len(text) == 31 and set(text) <= set(task.alphabet[1:]), text
             assert f"input={text}" in page.evaluate("location.hash")
-            found = find_repeat(text)
-            assert found is not None and found[2] >= 3, text  # >= 3: the 32nd letter is cut
-            first, _, length = found
-            pairs = [(task.alphabet.index(a), task.alphabet.index(b))
-                     for a, b in zip(text[first:first + length - 1],
-                                     text[first + 1:first + length], strict=True)]
-            # the pairs inside: a chance letter beside both copies may add one at either end
-            for a, b in pairs[1:-1]:
-                assert bool(held[a, b]) == held_out, (text, found)
-            inside += len(pairs)
-            allowed += sum(bool(held[a, b]) == held_out for a, b in pairs)
+            assert _has_segment_along(text, held if held_out else ~held, task.alphabet), text
             shown = page.evaluate(READ_PAGE)
             assert shown["message"] is None and len(shown["predictions"]) == 31
-        assert allowed >= 0.9 * inside
+            assert shown["copyable"]  # the page found a repeat to mark
     assert explorer.console_errors == [], explorer.console_errors
 
 
