@@ -93,6 +93,7 @@ def test_the_model_and_its_heads_as_the_page_names_them(data):
     """"letters from A to T", "1 to 31 letters", "head 1.2, the previous-token head", the
     induction head shown first (2.1)."""
     assert data["letters"] == "ABCDEFGHIJKLMNOPQRST" and data["longest_input"] == 31
+    assert data["repeat_lengths"] == [4, 12]  # "a segment of 4 to 12 letters written twice"
     assert data["previous_head"] == "layer 1.2" and data["induction_head"] == "layer 2.1"
     assert find_repeat(EXAMPLE) == (2, 10, 4)  # "C M A E stands at 2 and again at 10"
 
