@@ -115,6 +115,9 @@ def test_every_checkpoint_goes_out_exactly(tiny):
             assert torch.equal(decode_array(entry), state[name]), name
         assert checkpoint["repeat_loss"] == result.repeat_loss[index]
         assert checkpoint["first_loss"] == result.first_loss[index]
+        for head, scores in result.induction.items():
+            assert checkpoint["induction"][head] == scores[index]
+            assert checkpoint["previous_token"][head] == result.previous_token[head][index]
     # the snapshots differ from one another: the export does not repeat one set of weights
     first, last = data["checkpoints"][0]["weights"], data["checkpoints"][-1]["weights"]
     assert first["embed.weight"] != last["embed.weight"]

@@ -172,7 +172,8 @@
         `${data.samples.toLocaleString("en")} held-out sequences: loss on the repeat ` +
         `${fixed(checkpoint().repeat_loss)} nats a letter, on the first occurrence ` +
         `${fixed(checkpoint().first_loss)} (a uniform guess: ${fixed(data.chance)}). ` +
-        `Head ${headSelect.value}'s induction score there: ` +
+        `Head ${headSelect.value} there: previous-token score ` +
+        `${fixed(checkpoint().previous_token[shownHead])}, induction score ` +
         `${fixed(checkpoint().induction[shownHead])}.`;
       const text = ui.input.value;
       const encoded = page.encodeText(text, { alphabet: data.alphabet, letters: data.letters,

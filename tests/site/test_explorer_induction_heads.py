@@ -164,7 +164,7 @@ def test_generated_sequences_have_a_repeat_along_the_pairs_asked_for(explorer, t
     assert explorer.console_errors == [], explorer.console_errors
 
 
-def test_the_page_starts_on_the_chapters_example_at_the_end_of_training(explorer):
+def test_the_page_starts_on_the_chapters_example_at_the_end_of_training(explorer, trained):
     from attnprimer.site.figures.induction_heads import EXAMPLE
 
     page = explorer.page
@@ -172,6 +172,11 @@ def test_the_page_starts_on_the_chapters_example_at_the_end_of_training(explorer
     shown = page.evaluate(READ_PAGE)
     assert shown["step"].startswith("step 2,000") and shown["head"] == "layer 2.1"
     assert shown["copyable"] == [10, 11, 12] and shown["targets"] == [[10, 3], [11, 4], [12, 5]]
+    curves = cached_curves(trained)  # the note: the chapter's held-out numbers at this step
+    note = page.text_content("#induction-held-out")
+    for number in (curves.repeat_loss[-1], curves.first_loss[-1], curves.chance,
+                   curves.previous_token["layer 2.1"][-1], curves.induction["layer 2.1"][-1]):
+        assert f"{number:.2f}" in note, (number, note)
 
 
 def test_bad_input_gets_a_message_not_an_exception(explorer):
