@@ -5,7 +5,9 @@ function that writes it: it takes the file's path and returns whether it (re)wro
 the checkpoint files of the models it exported. The sequence page's is
 :func:`attnprimer.site.explorer.export.export_site` (seed 0 of the counting, signal,
 difference, reversal and Transformer models); the digit-reading page's is
-:func:`attnprimer.site.explorer.images.export_site`. Each file is written under
+:func:`attnprimer.site.explorer.images.export_site`, and the induction-heads page's
+:func:`attnprimer.site.explorer.induction.export_site` (the two-layer induction model at a set
+of its training snapshots). Each file is written under
 ``.cache/attnprimer/generated/explorer/`` and left as it is when it would not change; a stamp
 beside it records the package and the models it was made from, so that if neither changed, the
 build keeps it without importing torch. An export runs in a fresh process, so that under
@@ -33,6 +35,7 @@ SITE_FOLDER = "assets/explorer"  # the pages' scripts fetch the files from here
 EXPORTS = {  # each file, and the function (module:name) that writes it
     "models.json": "attnprimer.site.explorer.export:export_site",
     "attention-over-images.json": "attnprimer.site.explorer.images:export_site",
+    "induction-heads.json": "attnprimer.site.explorer.induction:export_site",
 }
 
 log = logging.getLogger("mkdocs.hooks.explorer")
