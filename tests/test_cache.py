@@ -97,7 +97,8 @@ def test_the_site_has_models_of_every_task():
     ("tasks/signal.py", {"signal"}),
     # the reversal task, and the patch reader's decoder
     ("rnn.py", {"reversal", "reversal-transformer", "copy-reverse", "digit-reading"}),
-    ("positional.py", {"signal", "reversal-transformer", "copy-reverse", "digit-reading"}),
+    ("positional.py", {"signal", "reversal-transformer", "copy-reverse", "digit-reading",
+                       "digit-pair"}),  # through transformer.py
     ("models/signal.py", {"signal"}),
     ("models/difference.py", {"difference"}),
     ("models/partners.py", {"partners"}),
@@ -112,10 +113,11 @@ def test_the_site_has_models_of_every_task():
     ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
     ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer",
-                        "copy-reverse", "partners", "digit-reading", "induction"}),
+                        "copy-reverse", "partners", "digit-reading", "digit-pair",
+                        "induction"}),
     ("training/train.py", {"counting", "difference", "signal", "reversal",  # the training loop
                   "reversal-transformer", "copy-reverse", "partners", "digit-reading",
-                  "induction"}),
+                  "digit-pair", "induction"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained
