@@ -134,7 +134,7 @@ def class_token_maps() -> Figure:
     maps = torch.stack([layer_weights(attention, layer)[0, :, 0, 1:]
                         for layer in range(1, task.layers + 1)])  # (layers, H, N)
     # One column, layer 1's heads then layer 2's: as readable on a phone as on a desktop
-    figure = Figure(figsize=(4.4, 0.5 + 1.05 * task.layers * heads), layout="constrained")
+    figure = Figure(figsize=(4.4, 0.5 + 1.35 * task.layers * heads), layout="constrained")
     grid = figure.subplots(task.layers * heads, 1)
     extent = (-0.5, task.width - 0.5, task.height - 0.5, -0.5)
     shown = None
