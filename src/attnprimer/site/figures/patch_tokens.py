@@ -182,8 +182,9 @@ def halves_by_seed() -> str:
 @recipe("attention_distance", "each head's mean attention distance by layer, with and without "
         "positions, three seeds", chapter="attention-over-images")
 def attention_distance() -> Figure:
-    figure = Figure(figsize=(6.4, 3.0), layout="constrained")
-    panels = figure.subplots(1, len(PAIR_VARIANTS), sharey=True)
+    # One column, one panel per variant: as readable on a phone as on a desktop
+    figure = Figure(figsize=(4.4, 5.2), layout="constrained")
+    panels = figure.subplots(len(PAIR_VARIANTS), 1, sharex=True, sharey=True)
     task = pair_models("with")[0].task
     rows, cols = task.height // task.patch, task.width // task.patch
     even = patch_distances(rows, cols, task.patch).mean().item()  # what even weights give
@@ -198,8 +199,8 @@ def attention_distance() -> Figure:
         axes.set_title(f"{variant} positions", fontsize=10)
         axes.set_xticks(range(1, task.layers + 1))
         axes.set_xlim(0.5, task.layers + 0.5)
-        axes.set_xlabel("layer")
-    panels[0].set_ylabel("mean attention distance (pixels)")
+        axes.set_ylabel("distance (pixels)")
+    panels[-1].set_xlabel("layer")
     panels[0].legend(fontsize=8, loc="lower right")
     return figure
 
