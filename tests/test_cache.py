@@ -83,36 +83,41 @@ def _add_code(relative: str):
 def test_the_site_has_models_of_every_task():
     assert {model.task.name for model in SITE_MODELS} == {
         "counting", "difference", "signal", "reversal", "reversal-transformer", "copy-reverse",
-        "partners", "digit-reading", "induction"}
+        "partners", "digit-reading", "digit-pair", "induction"}
 
 
 @pytest.mark.parametrize("module, retrained", [
     # The Transformers' task extends the reversal task: its sampling is theirs too; the
     # copy-reverse task borrows its scoring and decoding
     ("tasks/reversal.py", {"reversal", "reversal-transformer", "copy-reverse"}),
-    ("transformer.py", {"reversal-transformer", "copy-reverse", "digit-reading"}),  # its blocks
+    ("transformer.py", {"reversal-transformer", "copy-reverse", "digit-reading",  # its blocks
+                        "digit-pair"}),
     ("position_schemes.py", {"copy-reverse"}),
     ("tasks/copy_reverse.py", {"copy-reverse"}),
     ("tasks/signal.py", {"signal"}),
     # the reversal task, and the patch reader's decoder
     ("rnn.py", {"reversal", "reversal-transformer", "copy-reverse", "digit-reading"}),
-    ("positional.py", {"signal", "reversal-transformer", "copy-reverse", "digit-reading"}),
+    ("positional.py", {"signal", "reversal-transformer", "copy-reverse", "digit-reading",
+                       "digit-pair"}),  # through transformer.py
     ("models/signal.py", {"signal"}),
     ("models/difference.py", {"difference"}),
     ("models/partners.py", {"partners"}),
     ("tasks/partners.py", {"partners"}),
-    ("patches.py", {"digit-reading"}),
-    ("tasks/digit_canvas.py", {"digit-reading"}),
+    ("patches.py", {"digit-reading", "digit-pair"}),
+    ("tasks/digit_canvas.py", {"digit-reading", "digit-pair"}),
     ("models/patch_reader.py", {"digit-reading"}),
+    ("tasks/digit_pair.py", {"digit-pair"}),
+    ("models/patch_encoder.py", {"digit-pair"}),
     ("tasks/induction.py", {"induction"}),
     ("models/attention_only.py", {"induction"}),
     ("models/counting.py", {"counting", "difference"}),  # the difference model extends it
     ("tasks/counting.py", {"counting", "difference"}),  # and its task extends the counting task
     ("dot_product.py", {"counting", "difference", "signal", "reversal", "reversal-transformer",
-                        "copy-reverse", "partners", "digit-reading", "induction"}),
+                        "copy-reverse", "partners", "digit-reading", "digit-pair",
+                        "induction"}),
     ("training/train.py", {"counting", "difference", "signal", "reversal",  # the training loop
                   "reversal-transformer", "copy-reverse", "partners", "digit-reading",
-                  "induction"}),
+                  "digit-pair", "induction"}),
 ])
 def test_an_edit_retrains_exactly_the_models_built_from_it(package_copy, module, retrained):
     assert _retrained_by(package_copy, _add_code(module)) == retrained

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from attnprimer.patches import patchify
 from attnprimer.tasks.digit_canvas import digit_images, paint, sample_layout, split_of
-from attnprimer.tasks.digit_pair import DigitPairTask
+from attnprimer.tasks.digit_pair import DigitPairTask, swap_halves
 from attnprimer.tasks.digit_reading import END, NONE, DigitReadingTask
 from attnprimer.training.train import held_out_generator, training_generator
 
@@ -59,8 +61,32 @@ def test_reading_targets_are_the_digits_left_to_right_then_the_end():
         assert (targets[row, count + 1:] == NONE).all()
 
 
-def test_the_pair_task_names_the_left_digit_first():
+def test_the_pair_task_names_the_left_digit_first_each_in_its_own_half():
     task = DigitPairTask()
     layout = task.layout(100, torch.Generator().manual_seed(3))
-    assert bool((layout.x[:, 0] + 8 <= layout.x[:, 1]).all())
+    half = task.width // 2
+    assert bool((layout.x[:, 0] + 8 <= half).all()) and bool((layout.x[:, 1] >= half).all())
+    assert bool((layout.x[:, 1] + 8 <= task.width).all())
     assert torch.equal(task.targets_of(layout), layout.label[:, :2])
+    assert task.layout(5, training_generator(0)).split == "train"
+    assert task.layout(5, held_out_generator()).split == "held-out"
+
+
+def test_swapping_the_halves_moves_whole_patches_so_a_set_model_answers_the_same():
+    canvases = DigitPairTask().sample(4, torch.Generator().manual_seed(0)).inputs  # (4, 8, 24)
+    swapped = swap_halves(canvases)
+    before, after = patchify(canvases, 4), patchify(swapped, 4)  # (B, 12, 16)
+    # Patch (r, q) lands at (r, q + 3 mod 6): a permutation of the patch sequence
+    order = torch.tensor([3, 4, 5, 0, 1, 2, 9, 10, 11, 6, 7, 8])
+    assert torch.equal(after, before[:, order])
+    torch.manual_seed(0)
+    set_model = DigitPairTask(dim=16, heads=2, position=False).build_model().eval()
+    grid_model = DigitPairTask(dim=16, heads=2).build_model().eval()
+    with torch.no_grad():
+        torch.testing.assert_close(set_model(swapped).logits, set_model(canvases).logits)
+        assert not torch.allclose(grid_model(swapped).logits, grid_model(canvases).logits)
+
+
+def test_a_pair_canvas_must_split_into_halves_of_whole_patches():
+    with pytest.raises(ValueError, match="halves"):
+        DigitPairTask(width=20)  # halves of 10 pixels: not whole 4-pixel patches

@@ -334,7 +334,8 @@ DIAGRAM_MODULES = {f"attnprimer.site.figures.{name}" for name in (
 SECTION_MODULES = {"attnprimer.site.figures.transformer_lengths": "transformer",
                    "attnprimer.site.figures.kv_cache": "attention-at-scale",
                    "attnprimer.site.figures.scale_measured": "attention-at-scale",
-                   "attnprimer.site.figures.self_attention_tokens": "self-attention"}
+                   "attnprimer.site.figures.self_attention_tokens": "self-attention",
+                   "attnprimer.site.figures.patch_tokens": "attention-over-images"}
 """Figure modules of one section of a chapter, each filed under that chapter."""
 
 

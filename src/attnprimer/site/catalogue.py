@@ -25,6 +25,7 @@ from attnprimer.tasks import (
     CopyReverseTask,
     CountingTask,
     DifferenceTask,
+    DigitPairTask,
     DigitReadingTask,
     InductionTask,
     PartnersTask,
@@ -42,7 +43,7 @@ __all__ = [
     "DEEP_NORM_CELLS", "DEEP_RADAM", "DIFFERENCE_EXAMPLE", "DIFFERENCE_VARIANTS",
     "INDUCTION_LAYERS", "LENGTH_OPERATIONS", "LENGTH_SCHEMES", "NOPE_LONGER_STEPS",
     "NORM_GRID_LRS", "NORM_GRID_SCHEDULES", "NORM_PLACEMENTS", "NO_RESIDUALS",
-    "ORIGINAL_COUNTING_RECIPE", "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS",
+    "ORIGINAL_COUNTING_RECIPE", "PAIR_VARIANTS", "PARTNERS_VARIANTS", "PROJECTION_SWEEP_LRS",
     "REVERSAL_BIDIRECTIONAL", "REVERSAL_DECODERS", "REVERSAL_EXAMPLE", "ROTARY_SEEDS", "SEEDS",
     "SIGNAL_EXAMPLE", "SIGNAL_VARIANTS", "SITE_MODELS", "TRANSFORMERS", "TRANSFORMER_STEPS",
     "VANILLA_BOTTLENECK", "VANILLA_BOTTLENECK_STEPS", "SiteModel", "reversal_seeds", "site_model",
@@ -229,6 +230,9 @@ training lengths, and three draws of so wide a spread cannot estimate its mean."
 INDUCTION_LAYERS: tuple[int, ...] = (2, 1)
 """Layers of the induction-heads chapter's attention-only models; one is the control."""
 
+PAIR_VARIANTS: dict[str, dict] = {"with": {"position": True}, "without": {"position": False}}
+"""The patch encoders of the images chapter, by their 2-D positions: their task settings."""
+
 NOPE_LONGER_STEPS = 3000
 """NoPE on reversal is also trained for twice the default steps: does the scheme that learns
 its training lengths last catch up with more training?"""
@@ -275,33 +279,27 @@ SITE_MODELS: tuple[SiteModel, ...] = (
     # self-attention: tokens that look for their partner, with and without projections
     *(SiteModel.default(PartnersTask(**settings), seed)
       for settings in PARTNERS_VARIANTS.values() for seed in SEEDS),
-    # self-attention: the W_q, W_k, W_v difference variant at lower peak learning rates, so that
-    # "more parameters did not help" is not an artefact of a learning rate tuned without them
+    # self-attention: the W_q, W_k, W_v difference variant at lower peak learning rates
     *(SiteModel(DifferenceTask(self_att=True, projections=True),
                 TrainConfig(**{**DifferenceTask.train_defaults, "lr": lr, "seed": seed}))
       for lr in PROJECTION_SWEEP_LRS for seed in SEEDS),
-    # positional-encoding: W_q, W_k for every encoding, a class-balanced loss, and counting
-    # models trained on mixed lengths and/or with a start token (the length section).
+    # positional-encoding: W_q, W_k, a balanced loss; counting at other lengths, start token
     *(SiteModel.default(SignalTask(**settings), seed)
       for settings in SIGNAL_VARIANTS.values() for seed in SEEDS),
     *(SiteModel.default(CountingTask(**settings), seed)
       for settings in COUNTING_LENGTH_VARIANTS.values() if settings for seed in SEEDS),
-    # transformer: the reversal task's Transformers, encoder-decoder and decoder-only, trained
-    # on the RNN chapters' batches and scored on their held-out sequences
+    # transformer: the reversal task's Transformers, encoder-decoder and decoder-only
     *(SiteModel(ReversalTransformerTask(**settings),
                 TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,
                                "steps": TRANSFORMER_STEPS[settings["architecture"]]}))
       for settings in TRANSFORMERS.values() for seed in SEEDS),
-    # transformer, "Training it": the encoder-decoder pre-LN and post-LN, two peak learning
-    # rates, with and without warm-up (and three of those cells at 6 blocks per stack, and
-    # post-LN with RAdam there); and without its residual connections
+    # transformer, "Training it": the norm grid (``_norm_grid``); no residual connections
     *_norm_grid(),
     *(SiteModel(ReversalTransformerTask(**NO_RESIDUALS),
                 TrainConfig(**{**ReversalTransformerTask.train_defaults, "seed": seed,
                                "steps": TRANSFORMER_STEPS["encoder-decoder"]}))
       for seed in SEEDS),
-    # length-generalisation: the decoder-only model with each position scheme, on copy and
-    # reverse (rotary in eight seeds); and NoPE on reverse trained twice as long
+    # length-generalisation: every position scheme on copy and reverse; NoPE on reverse longer
     *(SiteModel.default(CopyReverseTask(operation=operation, pos_enc=scheme), seed)
       for operation in LENGTH_OPERATIONS for scheme in LENGTH_SCHEMES
       for seed in (ROTARY_SEEDS if scheme == "rotary" else SEEDS)),
@@ -309,8 +307,10 @@ SITE_MODELS: tuple[SiteModel, ...] = (
                 TrainConfig(**{**CopyReverseTask.train_defaults, "seed": seed,
                                "steps": NOPE_LONGER_STEPS}))
       for seed in SEEDS),
-    # attention-over-images: the patch reader, Bahdanau's decoder over an image's patches
+    # attention-over-images: the patch reader; the patch encoder with and without positions
     *(SiteModel.default(DigitReadingTask(), seed) for seed in SEEDS),
+    *(SiteModel.default(DigitPairTask(**settings), seed)
+      for settings in PAIR_VARIANTS.values() for seed in SEEDS),
     # induction-heads: attention-only models on repeated segments, two layers and one
     *(SiteModel.default(InductionTask(layers=layers), seed)
       for layers in INDUCTION_LAYERS for seed in SEEDS),

@@ -114,6 +114,7 @@ ARCHITECTURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("reversal-transformer", {"architecture": "decoder-only", "pre_norm": True, "steps": 800}),
     ("copy-reverse", {}),
     ("digit-reading", {}),
+    ("digit-pair", {}),
     ("induction", {"layers": 2}),
 )
 """One site model of each kind the catalogue trains: task and settings, as

@@ -29,6 +29,7 @@ import attnprimer.site.figures.home as home
 import attnprimer.site.figures.induction_heads as induction_heads
 import attnprimer.site.figures.kv_cache as kv_cache
 import attnprimer.site.figures.length_generalisation as length_generalisation
+import attnprimer.site.figures.patch_tokens as patch_tokens
 import attnprimer.site.figures.position_diagrams as position_diagrams
 import attnprimer.site.figures.positional_encoding as positional_encoding
 import attnprimer.site.figures.qkv as qkv
@@ -52,7 +53,8 @@ MODULES = (rnn_recap, rnn_diagrams, bahdanau, qkv, self_attention, self_attentio
            positional_encoding,
            transformer, transformer_lengths, training_transformers, length_generalisation,
            attention_at_scale, scale_measured, kv_cache, attention_over_images,
-           induction_heads, attention_diagrams, scale_diagrams, position_diagrams, home)
+           patch_tokens, induction_heads, attention_diagrams, scale_diagrams, position_diagrams,
+           home)
 """The modules whose recipes make the site: the chapters' in reading order (a diagram module
 beside the chapter that first shows it), then the other diagrams and the home page."""
 
