@@ -67,7 +67,7 @@ class DigitPairTask(Task):
 
     name = "digit-pair"
     description = "name two handwritten digits, the left one first"
-    train_defaults: ClassVar[dict] = {"steps": 1500, "lr": 3e-3}
+    train_defaults: ClassVar[dict] = {"steps": 1100, "lr": 3e-3}
 
     height: int = field(default=8, metadata={"help": "canvas height (pixels)"})
     width: int = field(default=24, metadata={"help": "canvas width (pixels)"})
