@@ -18,7 +18,6 @@ from attnprimer.site.bench.attention_cost import (
     measure_in_fresh_process,
     sdpa_kernel_name,
 )
-from attnprimer.site.experiments.attention_at_scale import cached_sdpa_points
 
 LINUX = sys.platform.startswith("linux")
 
@@ -107,27 +106,6 @@ def test_the_sdpa_variants_compute_the_same_context_as_ours():
     for name, function in SDPA_VARIANTS.items():
         torch.testing.assert_close(function(query, key, value), expected[name],
                                    atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.skipif(not LINUX, reason="peak memory is read from /proc")
-def test_what_the_fused_call_holds_depends_on_its_backend_and_its_mask():
-    # The self-attention page's SDPA table: flash kernel by default, math backend materialises
-    # the matrix, a dense bool mask costs O(L^2) memory, is_causal=True does not. The page's
-    # own measurement (in a fresh process, lengths 512 to 2,048), read from the cache.
-    points = cached_sdpa_points()
-    peaks = {(point.variant, point.length): point.peak_bytes for point in points}
-    kernels = {point.variant: point.kernel for point in points}
-    assert "flash" in kernels["default, no mask"]
-    assert "flash" in kernels["is_causal=True"] and "flash" in kernels["dense bool causal mask"]
-    assert kernels["math backend, no mask"].endswith("attention_math")
-    heads, length = 4, 2048
-    assert peaks["math backend, no mask", length] >= 0.9 * heads * length**2 * 4
-    assert peaks["math backend, no mask", length] >= 3 * peaks["math backend, no mask", 1024]
-    assert peaks["dense bool causal mask", length] >= length**2  # at least the mask's bytes
-    assert peaks["dense bool causal mask", length] >= 3 * peaks["dense bool causal mask", 1024]
-    flag = peaks["is_causal=True", length]
-    assert flag < 2.5 * max(peaks["is_causal=True", 1024], 1)
-    assert flag < peaks["dense bool causal mask", length] / 4
 
 
 def test_the_kernel_name_comes_from_the_profiler():

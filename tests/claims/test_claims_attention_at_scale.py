@@ -10,6 +10,8 @@ sentence of the chapter it checks.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 from torch.nn import functional as F
@@ -23,6 +25,7 @@ from attnprimer.site.bench.training_attention_cost import LENGTHS, LOCAL_LENGTHS
 from attnprimer.site.experiments.attention_at_scale import (
     block_counts,
     cached_measurement,
+    cached_sdpa_points,
     cached_training_cost,
     of,
     slope,
@@ -233,3 +236,24 @@ def test_the_fused_kernel_is_a_flash_kernel_forward_and_backward(dense_mask):
     kernels = sdpa_kernel_name(forward_and_backward).split(", ")
     assert kernels == ["aten::_scaled_dot_product_flash_attention_for_cpu",
                        "aten::_scaled_dot_product_flash_attention_for_cpu_backward"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="peak memory is read from /proc")
+def test_what_the_fused_call_holds_depends_on_its_backend_and_its_mask():
+    # The SDPA table: flash kernel by default, math backend materialises the matrix, a dense
+    # bool mask costs O(L^2) memory, is_causal=True does not. The page's own measurement (in a
+    # fresh process, lengths 512 to 2,048), read from the cache the docs build filled.
+    points = cached_sdpa_points()
+    peaks = {(point.variant, point.length): point.peak_bytes for point in points}
+    kernels = {point.variant: point.kernel for point in points}
+    assert "flash" in kernels["default, no mask"]
+    assert "flash" in kernels["is_causal=True"] and "flash" in kernels["dense bool causal mask"]
+    assert kernels["math backend, no mask"].endswith("attention_math")
+    heads, length = 4, 2048
+    assert peaks["math backend, no mask", length] >= 0.9 * heads * length**2 * 4
+    assert peaks["math backend, no mask", length] >= 3 * peaks["math backend, no mask", 1024]
+    assert peaks["dense bool causal mask", length] >= length**2  # at least the mask's bytes
+    assert peaks["dense bool causal mask", length] >= 3 * peaks["dense bool causal mask", 1024]
+    flag = peaks["is_causal=True", length]
+    assert flag < 2.5 * max(peaks["is_causal=True", 1024], 1)
+    assert flag < peaks["dense bool causal mask", length] / 4
