@@ -116,10 +116,18 @@ def pair_by_seed() -> str:
                 "hold two different digits.")
 
 
-def example_canvas(task) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first canvas of the example's held-out stream (Hi, Wi), and its two digits (2,)."""
-    layout = task.layout(1, held_out_generator(EXAMPLE_SEED))
-    return task.paint(layout)[0], layout.label[0]
+def example_canvas(trained: TrainedModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first canvas of the example's held-out stream that holds two different digits and
+    that ``trained`` reads right (Hi, Wi), and its two digits (2,): the figure shows where the
+    class token looks when the model gets the answer, not why it fails."""
+    task = trained.task
+    layout = task.layout(50, held_out_generator(EXAMPLE_SEED))
+    canvases = task.paint(layout)
+    logits, _ = encode(trained, canvases)
+    right = (logits.argmax(-1) == layout.label).all(dim=1) & (layout.label[:, 0]
+                                                              != layout.label[:, 1])
+    index = int(right.nonzero()[0])
+    return canvases[index], layout.label[index]
 
 
 @recipe("class_token_maps", "where the class token looks, head by head and layer by layer, on "
@@ -127,7 +135,7 @@ def example_canvas(task) -> tuple[torch.Tensor, torch.Tensor]:
 def class_token_maps() -> Figure:
     trained = pair_models("with")[0]
     task = trained.task
-    image, digits = example_canvas(task)
+    image, digits = example_canvas(trained)
     logits, attention = encode(trained, image[None])
     rows, cols = task.height // task.patch, task.width // task.patch
     heads = layer_weights(attention, 1).shape[1]
